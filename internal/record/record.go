@@ -1,0 +1,100 @@
+// Package record is a DynamoDB stream record decoded for the engine: operation, sequence
+// number, keys and both images as SDK attribute values, and whether TTL removed the item.
+// Decoding never panics: a malformed record is an error naming what is wrong.
+package record
+
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Item is an item image or key.
+type Item = map[string]types.AttributeValue
+
+// Op is the stream record's event name.
+type Op uint8
+
+// Operations.
+const (
+	Insert Op = iota + 1
+	Modify
+	Remove
+)
+
+func (o Op) String() string {
+	switch o {
+	case Insert:
+		return "INSERT"
+	case Modify:
+		return "MODIFY"
+	case Remove:
+		return "REMOVE"
+	}
+	return "UNKNOWN"
+}
+
+// Change is one decoded stream record.
+type Change struct {
+	EventID string
+	// Seq is the stream SequenceNumber: decimal digits, leading zeros kept as delivered.
+	// Compare with CompareSeq, never as strings of different lengths.
+	Seq string
+	Op  Op
+	// Keys holds the item's primary key; Old and New the images (nil when absent).
+	Keys, Old, New Item
+	// TTL is true when DynamoDB's TTL process deleted the item (userIdentity type Service,
+	// principalId dynamodb.amazonaws.com).
+	TTL bool
+	// Created is ApproximateCreationDateTime (zero when absent).
+	Created time.Time
+	// SizeBytes is the record's size as the stream reports it.
+	SizeBytes int64
+	// Source is the eventSourceARN (the stream ARN).
+	Source string
+}
+
+// Image returns the image that describes the item after the change (New), or before it for
+// a removal (Old).
+func (c *Change) Image() Item {
+	if c.New != nil {
+		return c.New
+	}
+	return c.Old
+}
+
+// CompareSeq compares two sequence numbers as non-negative integers: -1, 0 or +1.
+// Sequence numbers are up to 40 digits, beyond int64 and float64.
+func CompareSeq(a, b string) int {
+	a, b = trimZeros(a), trimZeros(b)
+	switch {
+	case len(a) < len(b):
+		return -1
+	case len(a) > len(b):
+		return 1
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// NormSeq returns the sequence number without leading zeros ("0" for zero), the form
+// written into DynamoDB number attributes.
+func NormSeq(s string) string {
+	s = trimZeros(s)
+	if s == "" {
+		return "0"
+	}
+	return s
+}
+
+// trimZeros drops leading zeros; zero becomes "".
+func trimZeros(s string) string {
+	i := 0
+	for i < len(s) && s[i] == '0' {
+		i++
+	}
+	return s[i:]
+}

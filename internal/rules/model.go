@@ -1,0 +1,161 @@
+// Package rules is Denorm's rules language: the YAML file that names the table layout,
+// the entities (recognised by key templates or a type attribute) and the copy, mirror,
+// count and sum rules between them.
+//
+// Loading has three stages: YAML nodes (with line and column), the typed File below, and a
+// pure Validate that returns every problem at once. Compile turns a valid File into an
+// immutable Set that the planner evaluates.
+package rules
+
+import (
+	"fmt"
+
+	"github.com/denorm/denorm/internal/table"
+)
+
+// Pos is a position in the rules file (1-based line and column).
+type Pos struct {
+	Line, Col int
+}
+
+// File is a rules file as written, after YAML decoding and before validation.
+type File struct {
+	Path     string // as given to Load, for messages
+	Version  int
+	Table    table.Spec
+	TablePos Pos
+	// Positions of table fields by dotted path, e.g. "localIndexes.0.sortKey".
+	TableFields map[string]Pos
+	Entities    []Entity // in file order
+	Rules       []Rule   // in file order
+}
+
+// Entity is how an item is recognised.
+type Entity struct {
+	Name string
+	Pos  Pos
+	// Keys maps a key attribute of the table or an index (pk, sk, gsi1pk, lsi0_sk ...) to its
+	// template source, e.g. "USER#{userId}". KeyOrder keeps file order.
+	Keys     map[string]string
+	KeyOrder []string
+	// Type recognises ElectroDB / effect-dynamodb style items by an attribute value
+	// (for example __edd_e__ = Task). Optional; when set it is checked besides the keys.
+	TypeAttribute string
+	TypeEquals    string
+	// Attributes are the item's other attributes that rules may read or write. A variable of
+	// another entity's template may be taken from one of these (Post.userId -> USER#{userId}).
+	Attributes []string
+	// Positions of fields by name ("pk", "type", "attributes.2" ...).
+	Fields map[string]Pos
+}
+
+// Kind is a rule's kind.
+type Kind string
+
+// Rule kinds.
+const (
+	KindCopy   Kind = "copy"
+	KindMirror Kind = "mirror"
+	KindCount  Kind = "count"
+	KindSum    Kind = "sum"
+)
+
+// Source-delete behaviours of copy rules.
+const (
+	OnDeleteKeep   = "keep"   // targets keep the last copied values (default)
+	OnDeleteRemove = "remove" // the copied attributes are removed from targets
+	OnDeleteDelete = "delete" // targets are deleted
+)
+
+// TTL-expiry behaviours of count and sum rules.
+const (
+	OnExpiryRemove = "remove" // an item removed by TTL leaves the count (default)
+	OnExpiryIgnore = "ignore" // an item removed by TTL stays counted
+)
+
+// Missing-target behaviours of count and sum rules.
+const (
+	MissingSkip   = "skip"   // the delta is dropped and counted in metrics (default)
+	MissingCreate = "create" // the target is created holding only its keys and the counter
+)
+
+// Rule is one rule as written. Exactly one of Copy, Mirror, Count, Sum is set, per Kind.
+type Rule struct {
+	Name   string
+	Pos    Pos
+	Kind   Kind
+	Copy   *Copy
+	Mirror *Mirror
+	Agg    *Aggregate // for count and sum
+	// Positions by dotted path inside the rule ("copy.from", "copy.set.userName", "sum.where.status").
+	Fields map[string]Pos
+}
+
+// Copy keeps attributes of targets equal to attributes of their source.
+type Copy struct {
+	From, To string
+	// Via names how targets are found from a source: "key" (the target's primary key is
+	// rendered from the source), "table" (a query of the base table's partition), or an index
+	// name (a query of that index). Empty: chosen by Compile, in that order of preference.
+	Via string
+	// Set maps target attribute -> source attribute. SetOrder keeps file order.
+	Set            map[string]string
+	SetOrder       []string
+	OnSourceDelete string // keep (default), remove, delete
+}
+
+// Mirror keeps a projected copy of each source item at another key (adjacency lists).
+type Mirror struct {
+	From, To   string
+	Attributes []string
+}
+
+// Aggregate is a count (Value empty) or a sum of Value over the items of entity Of, kept in
+// attribute Attribute of the Into item each of them links to.
+type Aggregate struct {
+	Of, Into  string
+	Attribute string
+	Value     string // sum only: the numeric attribute summed
+	// Where restricts membership: every attribute must equal its value (string, number or
+	// bool, as written in YAML). WhereOrder keeps file order.
+	Where         map[string]any
+	WhereOrder    []string
+	OnExpiry      string // remove (default), ignore
+	MissingTarget string // skip (default), create
+}
+
+// Problem is one validation or load error, with its position.
+type Problem struct {
+	File string
+	Pos  Pos
+	Rule string // rule (or entity, as `entity "X"`) the problem belongs to, if any
+	Msg  string
+}
+
+func (p Problem) Error() string {
+	loc := p.File
+	if p.Pos.Line > 0 {
+		loc = fmt.Sprintf("%s:%d:%d", p.File, p.Pos.Line, p.Pos.Col)
+	}
+	if p.Rule != "" {
+		return fmt.Sprintf("%s: %s: %s", loc, p.Rule, p.Msg)
+	}
+	return fmt.Sprintf("%s: %s", loc, p.Msg)
+}
+
+// Problems is every problem found in a file, in file order. It is the error Load returns.
+type Problems []Problem
+
+func (ps Problems) Error() string {
+	s := ""
+	for i, p := range ps {
+		if i > 0 {
+			s += "\n"
+		}
+		s += p.Error()
+	}
+	return s
+}
+
+// ReservedPrefix starts every item key and attribute name Denorm writes for itself.
+const ReservedPrefix = "_dn"
