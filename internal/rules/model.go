@@ -28,6 +28,9 @@ type File struct {
 	TableFields map[string]Pos
 	Entities    []Entity // in file order
 	Rules       []Rule   // in file order
+	// Positions of the top-level values by key ("version", "table", "entities", "rules"),
+	// so that file-level problems such as a wrong version point at the line.
+	Fields map[string]Pos
 }
 
 // Entity is how an item is recognised.

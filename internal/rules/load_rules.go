@@ -1,0 +1,177 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+
+	"gopkg.in/yaml.v3"
+)
+
+// decodeRules reads the rules list. Every item becomes a Rule, even a malformed one, so that
+// "rule #N" in messages counts the same items as the file.
+func (d *yamlDecoder) decodeRules(n *yaml.Node) {
+	d.eachItem(n, "", "rules", func(i int, item *yaml.Node) {
+		r := Rule{Pos: posOf(item), Fields: map[string]Pos{}}
+		ctx := fmt.Sprintf("rule #%d", i+1)
+		if item.Kind != yaml.MappingNode {
+			d.drop(ctx, item, "a rule must be a mapping with a name and one of copy, mirror, count or sum, found %s", describe(item))
+			d.f.Rules = append(d.f.Rules, r)
+			return
+		}
+		es := d.entries(item, ctx, "rule")
+		// The name gives every other message its context, wherever it is written.
+		for _, e := range es {
+			if e.key == "name" {
+				r.Fields["name"] = e.valuePos
+				if s, ok := d.str(e.valNode, ctx, "name"); ok {
+					r.Name = s
+					ctx = fmt.Sprintf("rule %q", s)
+				}
+			}
+		}
+		for _, e := range es {
+			switch e.key {
+			case "name":
+			case string(KindCopy), string(KindMirror), string(KindCount), string(KindSum):
+				if r.Kind != "" {
+					d.problem(e.keyPos, ctx, "has both %s and %s, but a rule has exactly one kind: split it into two rules", r.Kind, e.key)
+					continue
+				}
+				r.Kind = Kind(e.key)
+				r.Fields[e.key] = e.valuePos
+				d.decodeKind(&r, e.valNode, ctx)
+			default:
+				d.unknownField(e, ctx, "a rule", ruleFields)
+			}
+		}
+		d.f.Rules = append(d.f.Rules, r)
+	})
+}
+
+func (d *yamlDecoder) decodeKind(r *Rule, n *yaml.Node, ctx string) {
+	k := string(r.Kind)
+	switch r.Kind {
+	case KindCopy:
+		c := &Copy{Set: map[string]string{}}
+		r.Copy = c
+		for _, e := range d.entries(n, ctx, k) {
+			r.Fields[k+"."+e.key] = e.valuePos
+			switch e.key {
+			case "from":
+				c.From, _ = d.str(e.valNode, ctx, "copy.from")
+			case "to":
+				c.To, _ = d.str(e.valNode, ctx, "copy.to")
+			case "via":
+				c.Via, _ = d.str(e.valNode, ctx, "copy.via")
+			case "onSourceDelete":
+				c.OnSourceDelete, _ = d.str(e.valNode, ctx, "copy.onSourceDelete")
+			case "set":
+				// Entries are placed at their key: a problem with "userName: name" is about
+				// the pair, and the target name is what tells pairs apart.
+				for _, se := range d.entries(e.valNode, ctx, "copy.set") {
+					r.Fields["copy.set."+se.key] = se.keyPos
+					if s, ok := d.str(se.valNode, ctx, "copy.set."+se.key); ok {
+						c.Set[se.key] = s
+						c.SetOrder = append(c.SetOrder, se.key)
+					}
+				}
+			default:
+				d.unknownField(e, ctx, k, copyFields)
+			}
+		}
+	case KindMirror:
+		m := &Mirror{}
+		r.Mirror = m
+		for _, e := range d.entries(n, ctx, k) {
+			r.Fields[k+"."+e.key] = e.valuePos
+			switch e.key {
+			case "from":
+				m.From, _ = d.str(e.valNode, ctx, "mirror.from")
+			case "to":
+				m.To, _ = d.str(e.valNode, ctx, "mirror.to")
+			case "attributes":
+				var at []Pos
+				m.Attributes, at = d.strList(e.valNode, ctx, "mirror.attributes")
+				for i, p := range at {
+					r.Fields[fmt.Sprintf("mirror.attributes.%d", i)] = p
+				}
+			default:
+				d.unknownField(e, ctx, k, mirrorFields)
+			}
+		}
+	case KindCount, KindSum:
+		r.Agg = d.decodeAgg(r, n, ctx)
+	}
+}
+
+func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
+	k := string(r.Kind)
+	a := &Aggregate{Where: map[string]any{}}
+	allowed := countFields
+	if r.Kind == KindSum {
+		allowed = sumFields
+	}
+	for _, e := range d.entries(n, ctx, k) {
+		r.Fields[k+"."+e.key] = e.valuePos
+		switch e.key {
+		case "of":
+			a.Of, _ = d.str(e.valNode, ctx, k+".of")
+		case "into":
+			a.Into, _ = d.str(e.valNode, ctx, k+".into")
+		case "attribute":
+			a.Attribute, _ = d.str(e.valNode, ctx, k+".attribute")
+		case "value":
+			if r.Kind != KindSum {
+				d.problem(e.keyPos, ctx, "count has no value: it adds 1 per item; use sum to add up an attribute")
+				continue
+			}
+			a.Value, _ = d.str(e.valNode, ctx, "sum.value")
+		case "onExpiry":
+			a.OnExpiry, _ = d.str(e.valNode, ctx, k+".onExpiry")
+		case "missingTarget":
+			a.MissingTarget, _ = d.str(e.valNode, ctx, k+".missingTarget")
+		case "where":
+			for _, we := range d.entries(e.valNode, ctx, k+".where") {
+				r.Fields[k+".where."+we.key] = we.keyPos
+				if v, ok := d.whereValue(we.valNode, ctx, k+".where."+we.key); ok {
+					a.Where[we.key] = v
+					a.WhereOrder = append(a.WhereOrder, we.key)
+				}
+			}
+		default:
+			d.unknownField(e, ctx, k, allowed)
+		}
+	}
+	return a
+}
+
+// whereValue reads a where value: a string, an int64, a float64 or a bool, as YAML typed it.
+// Anything else YAML resolves (timestamps, custom tags) is kept as the text written.
+func (d *yamlDecoder) whereValue(n *yaml.Node, ctx, what string) (any, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		d.drop(ctx, n, "%s must be a string, number or true/false that the attribute must equal, found %s", what, describe(n))
+		return nil, false
+	}
+	var err error
+	switch n.Tag {
+	case "!!bool":
+		var b bool
+		if err = n.Decode(&b); err == nil {
+			return b, true
+		}
+	case "!!int":
+		var i int64
+		if err = n.Decode(&i); err == nil {
+			return i, true
+		}
+	case "!!float":
+		var f float64
+		if err = n.Decode(&f); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return f, true
+		}
+	default:
+		return n.Value, true
+	}
+	d.drop(ctx, n, "%s: %q is not a number DynamoDB can store; quote it to compare as a string", what, n.Value)
+	return nil, false
+}
