@@ -14,10 +14,10 @@ const maxNodeVisits = 200_000
 
 // yamlDecoder is stage 2: it fills a File from YAML nodes and collects every shape problem.
 type yamlDecoder struct {
-	f       *File
-	probs   Problems
-	visits  int
-	tooBig  bool
+	f      *File
+	probs  Problems
+	visits int
+	tooBig bool
 	// dropped holds the positions of values that had the wrong shape and were left out of
 	// the File: Parse drops Validate's problems at those positions (see Parse).
 	dropped map[Pos]bool

@@ -1,0 +1,293 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Allowed option values; "" means the default (the first of each list).
+var (
+	onSourceDeleteValues = []string{OnDeleteKeep, OnDeleteRemove, OnDeleteDelete}
+	onExpiryValues       = []string{OnExpiryRemove, OnExpiryIgnore}
+	missingTargetValues  = []string{MissingSkip, MissingCreate}
+)
+
+// ruleCheck is the context of one rule while it is checked.
+type ruleCheck struct {
+	v   *validator
+	r   *Rule
+	i   int
+	ctx string
+}
+
+// pos returns the position of the first path found in the rule's fields, else the rule's.
+func (rc ruleCheck) pos(paths ...string) Pos { return at(rc.r.Fields, rc.r.Pos, paths...) }
+
+func (rc ruleCheck) add(at Pos, format string, args ...any) { rc.v.add(at, rc.ctx, format, args...) }
+
+func (v *validator) checkRules() {
+	first := map[string]Pos{}
+	for i := range v.f.Rules {
+		r := &v.f.Rules[i]
+		rc := ruleCheck{v: v, r: r, i: i, ctx: ruleCtx(r, i)}
+		if r.Name == "" {
+			rc.add(rc.pos("name"), "has no name: add name: (a short unique name such as comment-author)")
+		} else if p, dup := first[r.Name]; dup {
+			rc.add(rc.pos("name"), "name %q is already used by the rule on line %d; rule names must be unique", r.Name, p.Line)
+		} else {
+			first[r.Name] = rc.pos("name")
+			v.validName(rc.pos("name"), rc.ctx, "rule", r.Name)
+		}
+		set := 0
+		for _, ok := range []bool{r.Copy != nil, r.Mirror != nil, r.Agg != nil} {
+			if ok {
+				set++
+			}
+		}
+		switch {
+		case r.Kind == KindCopy && r.Copy != nil && set == 1:
+			rc.checkCopy(r.Copy)
+		case r.Kind == KindMirror && r.Mirror != nil && set == 1:
+			rc.checkMirror(r.Mirror)
+		case (r.Kind == KindCount || r.Kind == KindSum) && r.Agg != nil && set == 1:
+			rc.checkAgg(r.Agg)
+		case r.Kind == "" && set == 0:
+			rc.add(r.Pos, "has no kind: add one of copy, mirror, count or sum")
+		default:
+			rc.add(r.Pos, "kind %q does not match its sections: set exactly one of Copy, Mirror or Agg (count and sum) to match Kind", r.Kind)
+		}
+	}
+}
+
+// entity resolves an entity name a rule refers to; field is the YAML path for positions.
+func (rc ruleCheck) entity(field, name, role string) *entityInfo {
+	if name == "" {
+		kind := strings.SplitN(field, ".", 2)[0]
+		rc.add(rc.pos(field, kind), "%s needs %s: the %s entity", kind, field[len(kind)+1:], role)
+		return nil
+	}
+	if info, ok := rc.v.ents[name]; ok {
+		return info
+	}
+	names := rc.v.entityNames()
+	rc.add(rc.pos(field), "unknown entity %q%s; declared entities: %s", name, suggest(name, names), strings.Join(names, ", "))
+	return nil
+}
+
+// read checks that the rule may read attribute a of entity e.
+func (rc ruleCheck) read(e *entityInfo, a string, at Pos, what string) {
+	if e == nil {
+		return
+	}
+	if a == "" {
+		rc.add(at, "%s: the attribute name is empty", what)
+		return
+	}
+	if e.has[a] {
+		return
+	}
+	known := sortedAttrs(e.has)
+	rc.add(at, "%s: %s has no attribute %q%s; declare it in %s's attributes (it has: %s)",
+		what, e.e.Name, a, suggest(a, known), e.e.Name, strings.Join(known, ", "))
+}
+
+// write checks that the rule may write attribute a of entity e and records the write.
+func (rc ruleCheck) write(e *entityInfo, a string, at Pos, what string) {
+	if e == nil {
+		return
+	}
+	switch {
+	case a == "":
+		rc.add(at, "%s: the attribute name is empty", what)
+		return
+	case strings.HasPrefix(a, ReservedPrefix):
+		rc.v.reserved(at, rc.ctx, what+" attribute", a)
+		return
+	case rc.v.f.Table.IsKeyAttribute(a):
+		rc.add(at, "%s: rules may not write %s, a key attribute: keys are how items are found; write a plain attribute", what, a)
+		return
+	case a == e.e.TypeAttribute:
+		rc.add(at, "%s: rules may not write %s, %s's type attribute", what, a, e.e.Name)
+		return
+	case !e.decl[a]:
+		known := sortedAttrs(e.decl)
+		rc.add(at, "%s: %s does not declare attribute %q%s; add it to %s's attributes", what, e.e.Name, a, suggest(a, known), e.e.Name)
+		return
+	}
+	io := &rc.v.io[rc.i]
+	io.writes = append(io.writes, attrRef{e.e.Name, a})
+	io.writePos = append(io.writePos, at)
+}
+
+// watch records that the rule reacts to changes of attribute a of entity e.
+func (rc ruleCheck) watch(e *entityInfo, a string) {
+	if e != nil && a != "" {
+		rc.v.io[rc.i].watches = append(rc.v.io[rc.i].watches, attrRef{e.e.Name, a})
+	}
+}
+
+// option checks an enumerated option; "" is its default.
+func (rc ruleCheck) option(field, val string, allowed []string) {
+	if val == "" {
+		return
+	}
+	for _, a := range allowed {
+		if val == a {
+			return
+		}
+	}
+	rc.add(rc.pos(field), "%s %q is not one of %s (default %s)%s", field, val, strings.Join(allowed, ", "), allowed[0], suggest(val, allowed))
+}
+
+func (rc ruleCheck) checkCopy(c *Copy) {
+	src := rc.entity("copy.from", c.From, "source")
+	dst := rc.entity("copy.to", c.To, "target")
+	if len(c.Set) == 0 {
+		rc.add(rc.pos("copy.set", "copy"), "copy needs set: target attribute: source attribute pairs, e.g. set: {userName: name}")
+	}
+	order := c.SetOrder
+	if len(order) != len(c.Set) {
+		order = sortedKeys(c.Set)
+	}
+	for _, t := range order {
+		p := rc.pos("copy.set."+t, "copy.set", "copy")
+		rc.write(dst, t, p, "copy.set "+t)
+		rc.read(src, c.Set[t], p, "copy.set "+t)
+		rc.watch(src, c.Set[t])
+	}
+	rc.option("onSourceDelete", c.OnSourceDelete, onSourceDeleteValues)
+	if c.Via != "" && c.Via != ViaKey && c.Via != ViaTable {
+		if _, ok := rc.v.f.Table.Index(c.Via); !ok {
+			ways := append([]string{ViaKey, ViaTable}, indexNames(rc.v.f)...)
+			rc.add(rc.pos("copy.via"), "via %q is not key, table or an index of the table%s; use one of: %s",
+				c.Via, suggest(c.Via, ways), strings.Join(ways, ", "))
+			return
+		}
+	}
+	if src == nil || dst == nil {
+		return
+	}
+	if src.broken() || dst.broken() {
+		return // the variables are unknown: the entity's problem comes first
+	}
+	rc.checkCopyVia(c, src, dst)
+	rc.checkPullOnInsert(src, dst)
+}
+
+// checkPullOnInsert checks the way back: a target inserted later is filled from its source,
+// read by primary key, so the target must hold every variable of the source's pk and sk.
+func (rc ruleCheck) checkPullOnInsert(src, dst *entityInfo) {
+	spec := rc.v.f.Table
+	for _, k := range []string{spec.PartitionKey, spec.SortKey} {
+		t := src.tmpl[k]
+		if k == "" || t == nil {
+			continue // a missing or bad template is reported on the entity
+		}
+		if miss := missing(t.Vars(), dst.vars); len(miss) > 0 {
+			rc.add(rc.pos("copy.to", "copy"), "%s cannot supply %s of %s's %s %q, needed to fill a newly inserted %s from its %s (pull on insert): add %s to %s's attributes or keys",
+				dst.e.Name, setList(miss), src.e.Name, k, t.String(), dst.e.Name, src.e.Name, strings.Join(miss, ", "), dst.e.Name)
+		}
+	}
+}
+
+func (rc ruleCheck) checkMirror(m *Mirror) {
+	src := rc.entity("mirror.from", m.From, "source")
+	dst := rc.entity("mirror.to", m.To, "mirror")
+	if len(m.Attributes) == 0 {
+		rc.add(rc.pos("mirror.attributes", "mirror"), "mirror needs attributes: the source attributes each mirror item holds, e.g. attributes: [role, joinedAt]")
+	}
+	for i, a := range m.Attributes {
+		p := rc.pos(fmt.Sprintf("mirror.attributes.%d", i), "mirror.attributes", "mirror")
+		rc.read(src, a, p, "mirror attribute")
+		rc.write(dst, a, p, "mirror attribute")
+		rc.watch(src, a)
+	}
+	if src == nil || dst == nil || src.broken() || dst.broken() {
+		return
+	}
+	// A mirror item is created from its source, so the source renders every key it has.
+	for _, k := range keyOrder(dst.e) {
+		t := dst.tmpl[k]
+		if t == nil {
+			continue
+		}
+		if miss := missing(t.Vars(), src.vars); len(miss) > 0 {
+			rc.add(rc.pos("mirror.to", "mirror"), "%s's %s %q needs %s, which %s does not have: mirror keys are rendered from the source; add %s to %s's attributes",
+				dst.e.Name, k, t.String(), setList(miss), src.e.Name, strings.Join(miss, ", "), src.e.Name)
+		}
+	}
+}
+
+func (rc ruleCheck) checkAgg(a *Aggregate) {
+	k := string(rc.r.Kind)
+	of := rc.entity(k+".of", a.Of, "counted")
+	into := rc.entity(k+".into", a.Into, "target")
+	if a.Attribute == "" {
+		rc.add(rc.pos(k+".attribute", k), "%s needs attribute: the attribute of %s that holds the result", k, orName(a.Into, "the target"))
+	} else {
+		rc.write(into, a.Attribute, rc.pos(k+".attribute", k), k+".attribute")
+	}
+	switch {
+	case rc.r.Kind == KindSum && a.Value == "":
+		rc.add(rc.pos("sum.value", "sum"), "sum needs value: the number attribute of %s to add up", orName(a.Of, "the summed entity"))
+	case rc.r.Kind == KindSum:
+		rc.read(of, a.Value, rc.pos("sum.value", "sum"), "sum.value")
+		rc.watch(of, a.Value)
+	case a.Value != "":
+		rc.add(rc.pos(k, k), "count has no value: it adds 1 per item; use sum to add up an attribute")
+	}
+	order := a.WhereOrder
+	if len(order) != len(a.Where) {
+		order = sortedKeys(a.Where)
+	}
+	for _, w := range order {
+		p := rc.pos(k+".where."+w, k+".where", k)
+		rc.read(of, w, p, "where "+w)
+		rc.watch(of, w)
+		switch a.Where[w].(type) {
+		case string, bool, int, int64, float64:
+		default:
+			rc.add(p, "where %s: the value must be a string, number or true/false", w)
+		}
+	}
+	rc.option("onExpiry", a.OnExpiry, onExpiryValues)
+	rc.option("missingTarget", a.MissingTarget, missingTargetValues)
+	if of == nil || into == nil || of.broken() || into.broken() {
+		return
+	}
+	spec := rc.v.f.Table
+	for _, key := range []string{spec.PartitionKey, spec.SortKey} {
+		t := into.tmpl[key]
+		if key == "" || t == nil {
+			continue
+		}
+		// The variables that pick the target are watched: changing them moves the item from
+		// one target to another.
+		for _, name := range t.Vars() {
+			rc.watch(of, name)
+		}
+		if miss := missing(t.Vars(), of.vars); len(miss) > 0 {
+			rc.add(rc.pos(k+".into", k), "%s's %s %q needs %s, which %s does not have: each %s must name the %s it adds to; add %s to %s's attributes",
+				into.e.Name, key, t.String(), setList(miss), of.e.Name, of.e.Name, into.e.Name, strings.Join(miss, ", "), of.e.Name)
+		}
+	}
+}
+
+func orName(name, fallback string) string {
+	if name == "" {
+		return fallback
+	}
+	return name
+}
+
+// indexNames lists the table's secondary indexes.
+func indexNames(f *File) []string {
+	var out []string
+	for _, l := range f.Table.LocalIndexes {
+		out = append(out, l.Name)
+	}
+	for _, g := range f.Table.GlobalIndexes {
+		out = append(out, g.Name)
+	}
+	return out
+}
