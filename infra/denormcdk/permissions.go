@@ -1,0 +1,81 @@
+package denormcdk
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Statement ids of the processor's policy, one per reason the function needs access.
+const (
+	SidReadStream  = "ReadTableStream"
+	SidWriteItems  = "ReadWriteTableItems"
+	SidQuery       = "QueryTableAndIndexes"
+	SidDeadLetters = "SendFailedBatchesToQueue"
+	SidLogs        = "WriteOwnLogs"
+)
+
+// StreamReadActions are what Lambda's event source mapping calls on the stream with the
+// function's role. dynamodb:ListStreams is left out: it has no resource-level permissions
+// (it would need Resource "*") and the mapping is given the stream ARN, so it never lists.
+var StreamReadActions = []string{
+	"dynamodb:DescribeStream",
+	"dynamodb:GetShardIterator",
+	"dynamodb:GetRecords",
+}
+
+// ItemActions are the item operations the executor makes on the table. TransactWriteItems
+// has no IAM action of its own: DynamoDB authorizes each Put, Update, Delete and
+// ConditionCheck inside a transaction with the matching item action, so these cover it.
+// There is no Scan, BatchWriteItem, PartiQL or table-level action.
+var ItemActions = []string{
+	"dynamodb:GetItem",
+	"dynamodb:PutItem",
+	"dynamodb:UpdateItem",
+	"dynamodb:DeleteItem",
+	"dynamodb:ConditionCheckItem",
+}
+
+// grantProcessor gives the processor exactly what it uses, in one policy whose statements
+// name the stream, the table, each queried index, the queue and the log group by ARN: no
+// wildcard action and no Resource "*". It is an explicit Policy rather than Grant* calls
+// because those grant more: Table.grantStreamRead adds dynamodb:ListStreams on "*",
+// grantReadWriteData adds Scan, BatchWriteItem and "<table>/index/*", and a queue's
+// grantSendMessages adds GetQueueAttributes and GetQueueUrl.
+func grantProcessor(scope constructs.Construct, role awsiam.IRole, t awsdynamodb.Table, queried []string,
+	extraReads []string, dlq awssqs.Queue, logs awslogs.LogGroup) awsiam.Policy {
+	queryResources := []*string{t.TableArn()}
+	seen := map[string]bool{}
+	for _, name := range queried {
+		if name == "" || name == "table" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		queryResources = append(queryResources, jsii.String(*t.TableArn()+"/index/"+name))
+	}
+	itemActions := append(append([]string{}, ItemActions...), extraReads...)
+	stmt := func(sid string, actions []string, resources ...*string) awsiam.PolicyStatement {
+		return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String(sid),
+			Effect:    awsiam.Effect_ALLOW,
+			Actions:   jsii.Strings(actions...),
+			Resources: &resources,
+		})
+	}
+	return awsiam.NewPolicy(scope, jsii.String("ProcessorPolicy"), &awsiam.PolicyProps{
+		Roles: &[]awsiam.IRole{role},
+		Statements: &[]awsiam.PolicyStatement{
+			stmt(SidReadStream, StreamReadActions, t.TableStreamArn()),
+			stmt(SidWriteItems, itemActions, t.TableArn()),
+			// The base table too: fan-outs and pulls read item collections by partition.
+			stmt(SidQuery, []string{"dynamodb:Query"}, queryResources...),
+			// Lambda sends the failed batch's metadata with the function's role.
+			stmt(SidDeadLetters, []string{"sqs:SendMessage"}, dlq.QueueArn()),
+			// LogGroupArn ends in ":*", which names this group's log streams and nothing else.
+			stmt(SidLogs, []string{"logs:CreateLogStream", "logs:PutLogEvents"}, logs.LogGroupArn()),
+		},
+	})
+}
