@@ -163,7 +163,13 @@ func suggest(word string, options []string) string {
 	best, bestD := "", 3
 	lw := strings.ToLower(word)
 	for _, o := range options {
-		if dist := editDistance(lw, strings.ToLower(o)); dist < bestD && dist < len(o) {
+		lo := strings.ToLower(o)
+		dist := editDistance(lw, lo)
+		// A long shared start is a likely slip of the ending (entity for entities).
+		if commonPrefix(lw, lo) >= 5 {
+			dist = min(dist, 2)
+		}
+		if dist < bestD && dist < len(o) {
 			best, bestD = o, dist
 		}
 	}
@@ -171,6 +177,14 @@ func suggest(word string, options []string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // editDistance is the Levenshtein distance, bounded in cost by the short names it sees.

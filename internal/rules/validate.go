@@ -191,11 +191,13 @@ func (v *validator) checkEntities() {
 				v.add(pos, ctx, "%s template %q starts with %s, the prefix of Denorm's own items: start it with something else", k, e.Keys[k], ReservedPrefix)
 			}
 		}
-		if spec.PartitionKey != "" && e.Keys[spec.PartitionKey] == "" {
+		// A key written with a value that is not a template was reported by Parse already.
+		written := func(k string) bool { _, ok := e.Fields[k]; return ok || e.Keys[k] != "" }
+		if spec.PartitionKey != "" && !written(spec.PartitionKey) {
 			v.add(e.Pos, ctx, "has no %s template: every entity needs one for the table's partition key, e.g. %s: \"%s#{%sId}\"",
 				spec.PartitionKey, spec.PartitionKey, strings.ToUpper(e.Name), strings.ToLower(e.Name))
 		}
-		if spec.SortKey != "" && e.Keys[spec.SortKey] == "" {
+		if spec.SortKey != "" && !written(spec.SortKey) {
 			v.add(e.Pos, ctx, "has no %s template: the table has a sort key, so every entity needs one (a literal such as %s: PROFILE will do)",
 				spec.SortKey, spec.SortKey)
 		}

@@ -136,7 +136,7 @@ func (rc ruleCheck) option(field, val string, allowed []string) {
 			return
 		}
 	}
-	rc.add(rc.pos(field), "%s %q is not one of %s (default %s)%s", field, val, strings.Join(allowed, ", "), allowed[0], suggest(val, allowed))
+	rc.add(rc.pos(string(rc.r.Kind)+"."+field, string(rc.r.Kind)), "%s %q is not one of %s (default %s)%s", field, val, strings.Join(allowed, ", "), allowed[0], suggest(val, allowed))
 }
 
 func (rc ruleCheck) checkCopy(c *Copy) {
@@ -178,16 +178,45 @@ func (rc ruleCheck) checkCopy(c *Copy) {
 // read by primary key, so the target must hold every variable of the source's pk and sk.
 func (rc ruleCheck) checkPullOnInsert(src, dst *entityInfo) {
 	spec := rc.v.f.Table
-	for _, k := range []string{spec.PartitionKey, spec.SortKey} {
-		t := src.tmpl[k]
+	if tmpls, miss := gaps(src, []string{spec.PartitionKey, spec.SortKey}, dst.vars); len(miss) > 0 {
+		rc.add(rc.pos("copy.to", "copy"), "%s cannot supply %s of %s's %s, needed to fill a newly inserted %s from its %s (pull on insert): add %s to %s's attributes or keys",
+			dst.e.Name, setList(miss), src.e.Name, tmpls, dst.e.Name, src.e.Name, strings.Join(miss, ", "), dst.e.Name)
+	}
+}
+
+// gaps checks the templates of e on the key attributes keyAttrs against the variables
+// another entity has. It returns the templates that need more, as text (`pk "X#{a}" and
+// sk "Y#{b}"`), and the variables missing, in order without repeats.
+// Absent templates are skipped: they are reported on the entity.
+func gaps(e *entityInfo, keyAttrs []string, have map[string]bool) (string, []string) {
+	var tmpls, miss []string
+	seen := map[string]bool{}
+	for _, k := range keyAttrs {
+		t := e.tmpl[k]
 		if k == "" || t == nil {
-			continue // a missing or bad template is reported on the entity
+			continue
 		}
-		if miss := missing(t.Vars(), dst.vars); len(miss) > 0 {
-			rc.add(rc.pos("copy.to", "copy"), "%s cannot supply %s of %s's %s %q, needed to fill a newly inserted %s from its %s (pull on insert): add %s to %s's attributes or keys",
-				dst.e.Name, setList(miss), src.e.Name, k, t.String(), dst.e.Name, src.e.Name, strings.Join(miss, ", "), dst.e.Name)
+		m := missing(t.Vars(), have)
+		if len(m) == 0 {
+			continue
+		}
+		tmpls = append(tmpls, fmt.Sprintf("%s %q", k, t.String()))
+		for _, name := range m {
+			if !seen[name] {
+				seen[name] = true
+				miss = append(miss, name)
+			}
 		}
 	}
+	return strings.Join(tmpls, " and "), miss
+}
+
+// needs puts the verb after templates as gaps lists them.
+func needs(tmpls string) string {
+	if strings.Contains(tmpls, `" and `) {
+		return tmpls + " need"
+	}
+	return tmpls + " needs"
 }
 
 func (rc ruleCheck) checkMirror(m *Mirror) {
@@ -206,15 +235,9 @@ func (rc ruleCheck) checkMirror(m *Mirror) {
 		return
 	}
 	// A mirror item is created from its source, so the source renders every key it has.
-	for _, k := range keyOrder(dst.e) {
-		t := dst.tmpl[k]
-		if t == nil {
-			continue
-		}
-		if miss := missing(t.Vars(), src.vars); len(miss) > 0 {
-			rc.add(rc.pos("mirror.to", "mirror"), "%s's %s %q needs %s, which %s does not have: mirror keys are rendered from the source; add %s to %s's attributes",
-				dst.e.Name, k, t.String(), setList(miss), src.e.Name, strings.Join(miss, ", "), src.e.Name)
-		}
+	if tmpls, miss := gaps(dst, keyOrder(dst.e), src.vars); len(miss) > 0 {
+		rc.add(rc.pos("mirror.to", "mirror"), "%s's %s %s, which %s does not have: mirror keys are rendered from the source; add %s to %s's attributes",
+			dst.e.Name, needs(tmpls), setList(miss), src.e.Name, strings.Join(miss, ", "), src.e.Name)
 	}
 }
 
@@ -256,20 +279,19 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 		return
 	}
 	spec := rc.v.f.Table
-	for _, key := range []string{spec.PartitionKey, spec.SortKey} {
-		t := into.tmpl[key]
-		if key == "" || t == nil {
-			continue
+	pksk := []string{spec.PartitionKey, spec.SortKey}
+	// The variables that pick the target are watched: changing them moves the item from one
+	// target to another.
+	for _, key := range pksk {
+		if t := into.tmpl[key]; key != "" && t != nil {
+			for _, name := range t.Vars() {
+				rc.watch(of, name)
+			}
 		}
-		// The variables that pick the target are watched: changing them moves the item from
-		// one target to another.
-		for _, name := range t.Vars() {
-			rc.watch(of, name)
-		}
-		if miss := missing(t.Vars(), of.vars); len(miss) > 0 {
-			rc.add(rc.pos(k+".into", k), "%s's %s %q needs %s, which %s does not have: each %s must name the %s it adds to; add %s to %s's attributes",
-				into.e.Name, key, t.String(), setList(miss), of.e.Name, of.e.Name, into.e.Name, strings.Join(miss, ", "), of.e.Name)
-		}
+	}
+	if tmpls, miss := gaps(into, pksk, of.vars); len(miss) > 0 {
+		rc.add(rc.pos(k+".into", k), "%s's %s %s, which %s does not have: each %s must name the %s it adds to; add %s to %s's attributes",
+			into.e.Name, needs(tmpls), setList(miss), of.e.Name, of.e.Name, into.e.Name, strings.Join(miss, ", "), of.e.Name)
 	}
 }
 

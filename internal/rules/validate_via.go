@@ -145,7 +145,7 @@ func (rc ruleCheck) checkCopyVia(c *Copy, src, dst *entityInfo) {
 		why = append(why, v.explainWay(src, dst, via, w))
 	}
 	hint := ""
-	if gs := v.f.Table.GlobalIndexes; len(gs) > 0 && src.tmpl[v.f.Table.PartitionKey] != nil {
+	if gs := v.f.Table.GlobalIndexes; len(gs) > 0 && src.tmpl[v.f.Table.PartitionKey] != nil && dst.tmpl[gs[0].PartitionKey] == nil {
 		hint = fmt.Sprintf(" Give %s a key on an index that %s can render, e.g. %s: %q, and set via: %s.",
 			dst.e.Name, src.e.Name, gs[0].PartitionKey, src.tmpl[v.f.Table.PartitionKey].String(), gs[0].Name)
 	}
