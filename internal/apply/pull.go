@@ -1,0 +1,77 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/plan"
+)
+
+// pull fills a copy target from the current source item. It writes only what differs, and
+// only if no push has landed on the target since the record was written (the version the
+// record saw is still there), so a pull never overwrites a newer pushed value.
+func (r *run) pull(p *plan.Pull) error {
+	x := r.x
+	c := p.Rule.Copy
+	proj := expression.NamesList(expression.Name(c.Set[c.SetOrder[0]]))
+	for _, t := range c.SetOrder[1:] {
+		proj = proj.AddNames(expression.Name(c.Set[t]))
+	}
+	e, err := expression.NewBuilder().WithProjection(proj).Build()
+	if err != nil {
+		return fmt.Errorf("building pull projection: %w", err)
+	}
+	var src map[string]types.AttributeValue
+	err = r.do("reading source "+p.Source.PK, func(ctx context.Context) error {
+		out, err := x.api.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String(x.table), Key: x.key(p.Source), ConsistentRead: aws.Bool(true),
+			ProjectionExpression: e.Projection(), ExpressionAttributeNames: e.Names(),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		if out != nil {
+			r.consumed(false, out.ConsumedCapacity)
+			src = out.Item
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if src == nil {
+		return nil // no source (yet): its insert will push
+	}
+	var set []plan.AttrValue
+	var remove []string
+	for _, t := range c.SetOrder {
+		v, ok := src[c.Set[t]]
+		cur, has := p.Current[t]
+		switch {
+		case ok && !plan.Equal(v, cur):
+			set = append(set, plan.AttrValue{Name: t, Value: v})
+		case !ok && has:
+			remove = append(remove, t)
+		}
+	}
+	if len(set) == 0 && len(remove) == 0 {
+		r.count(func(s *Stats) { s.Unchanged++ })
+		return nil
+	}
+	seen := p.Seen
+	if seen == "" {
+		seen = "-"
+	}
+	err = r.update(p.Target, p.Rule.VersionAttr, "", set, remove, seen)
+	if _, ok := isCondFailed(err); ok {
+		r.count(func(s *Stats) { s.Stale++ })
+		return nil
+	}
+	if err == nil {
+		r.count(func(s *Stats) { s.Pulls++ })
+	}
+	return err
+}

@@ -1,0 +1,69 @@
+package apply
+
+import "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+// Stats counts what one Apply did. WCU is the write capacity DynamoDB reported consumed.
+type Stats struct {
+	Requests      int     // write requests sent (UpdateItem, PutItem, DeleteItem, TransactWriteItems)
+	Transactions  int     // TransactWriteItems among them
+	Reads         int     // GetItem and Query requests
+	WCU           float64 // consumed write capacity units
+	RCU           float64 // consumed read capacity units
+	Duplicates    int     // deltas skipped because their event or sequence was already applied
+	Stale         int     // copy/mirror writes skipped by the version guard
+	Unchanged     int     // writes skipped because the target already held the values
+	MissingTarget int     // count/sum deltas dropped because the target does not exist (missingTarget: skip)
+	Retries       int     // transient errors retried
+	Failures      int     // groups that failed
+	FanOutPages   int     // fan-out query pages processed
+	FanOutTargets int     // fan-out targets written
+	JobsStarted   int     // fan-outs handed to a job item
+	JobsDone      int     // job items finished
+	Pulls         int     // targets filled from their source
+}
+
+// Add adds o to s.
+func (s *Stats) Add(o Stats) {
+	s.Requests += o.Requests
+	s.Transactions += o.Transactions
+	s.Reads += o.Reads
+	s.WCU += o.WCU
+	s.RCU += o.RCU
+	s.Duplicates += o.Duplicates
+	s.Stale += o.Stale
+	s.Unchanged += o.Unchanged
+	s.MissingTarget += o.MissingTarget
+	s.Retries += o.Retries
+	s.Failures += o.Failures
+	s.FanOutPages += o.FanOutPages
+	s.FanOutTargets += o.FanOutTargets
+	s.JobsStarted += o.JobsStarted
+	s.JobsDone += o.JobsDone
+	s.Pulls += o.Pulls
+}
+
+func (r *run) consumed(write bool, ccs ...*types.ConsumedCapacity) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if write {
+		r.stats.Requests++
+	} else {
+		r.stats.Reads++
+	}
+	for _, cc := range ccs {
+		if cc == nil || cc.CapacityUnits == nil {
+			continue
+		}
+		if write {
+			r.stats.WCU += *cc.CapacityUnits
+		} else {
+			r.stats.RCU += *cc.CapacityUnits
+		}
+	}
+}
+
+func (r *run) count(f func(s *Stats)) {
+	r.mu.Lock()
+	f(&r.stats)
+	r.mu.Unlock()
+}

@@ -1,0 +1,135 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/record"
+)
+
+// write applies one version-guarded copy or mirror write. A failed guard means a newer
+// version already landed (or the copy target does not exist): nothing to do.
+func (r *run) write(w *plan.Write) error {
+	x := r.x
+	pkName := x.set.Table.PartitionKey
+	ver := w.Rule.VersionAttr
+	var err error
+	switch {
+	case w.Delete:
+		err = r.deleteGuarded(w.Target, ver, w.Version)
+	case w.Item != nil:
+		item := make(record.Item, len(w.Item)+1)
+		for k, v := range w.Item {
+			item[k] = v
+		}
+		item[ver] = &types.AttributeValueMemberN{Value: w.Version}
+		cond := expression.AttributeNotExists(expression.Name(pkName)).Or(newer(ver, w.Version))
+		e, berr := expression.NewBuilder().WithCondition(cond).Build()
+		if berr != nil {
+			return fmt.Errorf("building mirror write: %w", berr)
+		}
+		err = r.do("putting mirror "+w.Target.PK, func(ctx context.Context) error {
+			out, err := x.api.PutItem(ctx, &dynamodb.PutItemInput{
+				TableName: aws.String(x.table), Item: item,
+				ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+				ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+			})
+			r.written(out, err)
+			return err
+		})
+	default:
+		err = r.update(w.Target, ver, w.Version, w.Set, w.Remove, "")
+	}
+	if _, ok := isCondFailed(err); ok {
+		r.count(func(s *Stats) { s.Stale++ })
+		return nil
+	}
+	return err
+}
+
+// update sets and removes copied attributes on an existing target. With seen == "" it is
+// a push guarded by the version and advancing it; otherwise (a pull) it requires the
+// version to still be seen ("-" for absent) and leaves it alone.
+func (r *run) update(t plan.Key, ver, version string, set []plan.AttrValue, remove []string, seen string) error {
+	x := r.x
+	var ub expression.UpdateBuilder
+	for _, a := range set {
+		ub = ub.Set(expression.Name(a.Name), val(a.Value))
+	}
+	for _, a := range remove {
+		ub = ub.Remove(expression.Name(a))
+	}
+	cond := exists(x.set.Table.PartitionKey)
+	switch seen {
+	case "":
+		ub = ub.Set(expression.Name(ver), num(version))
+		cond = cond.And(newer(ver, version))
+	case "-":
+		cond = cond.And(expression.AttributeNotExists(expression.Name(ver)))
+	default:
+		cond = cond.And(expression.Name(ver).Equal(num(seen)))
+	}
+	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
+	if err != nil {
+		return fmt.Errorf("building copy update: %w", err)
+	}
+	return r.do("updating "+t.PK+" "+t.SK, func(ctx context.Context) error {
+		out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(x.table), Key: x.key(t),
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		r.written(out, err)
+		return err
+	})
+}
+
+func (r *run) deleteGuarded(t plan.Key, ver, version string) error {
+	x := r.x
+	e, err := expression.NewBuilder().WithCondition(newer(ver, version)).Build()
+	if err != nil {
+		return fmt.Errorf("building delete: %w", err)
+	}
+	return r.do("deleting "+t.PK+" "+t.SK, func(ctx context.Context) error {
+		out, err := x.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(x.table), Key: x.key(t),
+			ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		r.written(out, err)
+		return err
+	})
+}
+
+// written records a single-item write's consumed capacity. A failed condition still costs
+// a write (DynamoDB charges it), counted as one unit since the error carries no figure.
+func (r *run) written(out any, err error) {
+	switch o := out.(type) {
+	case *dynamodb.PutItemOutput:
+		if o != nil {
+			r.consumed(true, o.ConsumedCapacity)
+			return
+		}
+	case *dynamodb.UpdateItemOutput:
+		if o != nil {
+			r.consumed(true, o.ConsumedCapacity)
+			return
+		}
+	case *dynamodb.DeleteItemOutput:
+		if o != nil {
+			r.consumed(true, o.ConsumedCapacity)
+			return
+		}
+	}
+	if _, ok := isCondFailed(err); ok {
+		one := 1.0
+		r.consumed(true, &types.ConsumedCapacity{CapacityUnits: &one})
+	}
+}

@@ -1,0 +1,44 @@
+package handler
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+)
+
+// writeEMF writes one CloudWatch Embedded Metric Format line: CloudWatch turns it into
+// metrics without any API call from the function.
+func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFailed bool) {
+	failures := 0
+	if o.Failed != "" || batchFailed {
+		failures = 1
+	}
+	values := []struct {
+		name, unit string
+		v          any
+	}{
+		{"Records", "Count", o.Records},
+		{"Effects", "Count", o.Effects},
+		{"Writes", "Count", o.Stats.Requests},
+		{"ConsumedWCU", "Count", o.Stats.WCU},
+		{"DuplicatesSkipped", "Count", o.Stats.Duplicates},
+		{"Retries", "Count", o.Stats.Retries},
+		{"Failures", "Count", failures},
+		{"FanOutPages", "Count", o.Stats.FanOutPages},
+		{"OldestRecordAge", "Milliseconds", o.Age.Milliseconds()},
+	}
+	metrics := make([]map[string]string, 0, len(values))
+	line := map[string]any{"Function": function}
+	for _, v := range values {
+		metrics = append(metrics, map[string]string{"Name": v.name, "Unit": v.unit})
+		line[v.name] = v.v
+	}
+	line["_aws"] = map[string]any{
+		"Timestamp": now.UnixMilli(),
+		"CloudWatchMetrics": []any{map[string]any{
+			"Namespace": "Denorm", "Dimensions": [][]string{{"Function"}}, "Metrics": metrics,
+		}},
+	}
+	b, _ := json.Marshal(line)
+	_, _ = w.Write(append(b, '\n'))
+}

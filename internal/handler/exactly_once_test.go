@@ -1,0 +1,86 @@
+package handler_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/denorm/denorm/internal/apply"
+)
+
+// Every batch is delivered twice: counters and sums stay exact (markers and watermarks
+// turn the second delivery into a no-op) and copies converge.
+func TestDeliveredTwice(t *testing.T) {
+	e := newEnv(t, apply.Options{})
+	e.api.failAfter = -1
+	e.workload(1, 5, 6, 300)
+	e.drain(25, func(b []json.RawMessage) { e.lambdaLike(b); e.lambdaLike(b) })
+	e.check()
+}
+
+// A batch stops after k of its writes (the invocation crashes) and is redelivered whole,
+// as Lambda does after a function error, for several k.
+func TestCrashAfterKWritesThenRedelivered(t *testing.T) {
+	e := newEnv(t, apply.Options{})
+	e.workload(2, 4, 5, 250)
+	k := 0
+	e.drain(30, func(b []json.RawMessage) {
+		k = (k + 3) % 7
+		e.api.failAfter, e.api.writes = k, 0
+		e.invoke(b) // partially applied, reports a failure
+		e.api.failAfter = -1
+		e.lambdaLike(b)
+	})
+	e.check()
+}
+
+// A batch is split in halves (bisect on error) and each half delivered, then the whole
+// batch again.
+func TestBisectedBatches(t *testing.T) {
+	e := newEnv(t, apply.Options{})
+	e.api.failAfter = -1
+	e.workload(3, 4, 5, 250)
+	e.drain(40, func(b []json.RawMessage) {
+		h := len(b) / 2
+		e.lambdaLike(b[:h])
+		e.lambdaLike(b[h:])
+		e.lambdaLike(b)
+	})
+	e.check()
+}
+
+// TransactionConflict (which DynamoDB Local never raises) is retried with backoff.
+func TestTransactionConflictRetried(t *testing.T) {
+	e := newEnv(t, apply.Options{})
+	e.api.failAfter = -1
+	e.workload(4, 3, 4, 60)
+	e.drain(20, func(b []json.RawMessage) { e.api.conflicts = 2; e.lambdaLike(b) })
+	e.check()
+}
+
+// Renames interleaved with comment inserts (with stale copies written by the application)
+// converge: every copy ends equal to its source.
+func TestRenameStormConverges(t *testing.T) {
+	e := newEnv(t, apply.Options{PageSize: 7, InlinePages: 1})
+	e.api.failAfter = -1
+	e.workload(5, 3, 3, 400)
+	e.drain(13, e.lambdaLike)
+	e.check()
+}
+
+// A malformed record is reported as the batch item failure by its sequence number; the
+// records before it are applied, nothing panics.
+func TestMalformedRecordIsABatchItemFailure(t *testing.T) {
+	e := newEnv(t, apply.Options{})
+	e.api.failAfter = -1
+	e.workload(6, 2, 2, 10)
+	recs := e.records()
+	bad := json.RawMessage(`{"eventID":"x","eventName":"INSERT","dynamodb":{"SequenceNumber":"999999999999","Keys":{"pk":{"S":"POST#p1"}},"NewImage":{"pk":{"Q":"?"}}}}`)
+	batch := append(append(append([]json.RawMessage{}, recs[:3]...), bad), recs[3:]...)
+	if got := e.invoke(batch); got != 3 {
+		t.Fatalf("first failure at record %d, want 3 (the malformed one)", got)
+	}
+	// As after the retries, the poison record goes to the failure destination; the rest flows.
+	e.lambdaLike(recs[3:])
+	e.drain(10, e.lambdaLike)
+	e.check()
+}

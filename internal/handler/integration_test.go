@@ -1,0 +1,321 @@
+package handler_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/apply"
+	"github.com/denorm/denorm/internal/ddbtest"
+	"github.com/denorm/denorm/internal/handler"
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+)
+
+const testRules = `version: 1
+entities:
+  User:    {pk: "USER#{userId}", sk: PROFILE, attributes: [name, postCount]}
+  Post:    {pk: "POST#{postId}", sk: METADATA, attributes: [userId, commentCount, likeTotal]}
+  Comment: {pk: "POST#{postId}", sk: "COMMENT#{commentId}", gsi1pk: "USER#{userId}", gsi1sk: "COMMENT#{commentId}",
+            attributes: [likes, status, userName]}
+rules:
+  - name: comment-author
+    copy: {from: User, to: Comment, via: gsi1, set: {userName: name}}
+  - name: post-comment-count
+    count: {of: Comment, into: Post, attribute: commentCount, where: {status: visible}}
+  - name: post-like-total
+    sum: {of: Comment, into: Post, value: likes, attribute: likeTotal}
+  - name: user-post-count
+    count: {of: Post, into: User, attribute: postCount}
+`
+
+// env is one table with its stream, the real handler, and a stream reader.
+type env struct {
+	t      *testing.T
+	db     *dynamodb.Client
+	table  string
+	arn    string
+	reader *ddbtest.StreamReader
+	set    *rules.Set
+	h      *handler.Handler
+	inv    lambda.Handler
+	api    *faultyAPI
+}
+
+func newEnv(t *testing.T, opt apply.Options) *env {
+	db, streams := ddbtest.Clients(t)
+	set, err := rules.ParseSet("test.yaml", []byte(testRules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, desc := ddbtest.NewTable(t, db, set.Table)
+	e := &env{t: t, db: db, table: name, arn: aws.ToString(desc.LatestStreamArn), set: set}
+	e.reader = ddbtest.NewStreamReader(t, streams, e.arn)
+	e.api = &faultyAPI{API: db}
+	e.h = handler.New(set, apply.New(e.api, name, set, opt), handler.Options{})
+	e.inv = lambda.NewHandler(e.h.Handle)
+	return e
+}
+
+// faultyAPI passes calls to DynamoDB Local and fails write calls on demand: after a
+// number of successful writes (a crash mid-batch), or with TransactionConflict.
+type faultyAPI struct {
+	apply.API
+	failAfter int // fail every write once this many succeeded; < 0 disables
+	writes    int
+	conflicts int // the next n transactions fail with TransactionConflict
+}
+
+var errCrash = fmt.Errorf("injected crash")
+
+func (f *faultyAPI) gate() error {
+	if f.failAfter >= 0 && f.writes >= f.failAfter {
+		return errCrash
+	}
+	f.writes++
+	return nil
+}
+
+func (f *faultyAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if err := f.gate(); err != nil {
+		return nil, err
+	}
+	return f.API.UpdateItem(ctx, in, o...)
+}
+
+func (f *faultyAPI) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if f.conflicts > 0 {
+		f.conflicts--
+		reasons := make([]types.CancellationReason, len(in.TransactItems))
+		for i := range reasons {
+			reasons[i].Code = aws.String("None")
+		}
+		reasons[0].Code = aws.String("TransactionConflict")
+		return nil, &types.TransactionCanceledException{Message: aws.String("injected conflict"), CancellationReasons: reasons}
+	}
+	if err := f.gate(); err != nil {
+		return nil, err
+	}
+	return f.API.TransactWriteItems(ctx, in, o...)
+}
+
+func (e *env) put(item map[string]string) {
+	e.t.Helper()
+	av := map[string]types.AttributeValue{}
+	for k, v := range item {
+		if n, err := strconv.Atoi(v); err == nil && k != "pk" && k != "sk" && k != "userId" {
+			av[k] = &types.AttributeValueMemberN{Value: strconv.Itoa(n)}
+		} else {
+			av[k] = &types.AttributeValueMemberS{Value: v}
+		}
+	}
+	if _, err := e.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(e.table), Item: av}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) del(pk, sk string) {
+	e.t.Helper()
+	_, err := e.db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(e.table), Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk}}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// records reads the stream records written since the last call, as Lambda JSON.
+func (e *env) records() []json.RawMessage {
+	e.t.Helper()
+	var out []json.RawMessage
+	for _, r := range e.reader.Read(0) {
+		raw, err := record.EncodeStreamRecord(r, e.arn, "us-east-1")
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, raw)
+	}
+	return out
+}
+
+// invoke runs the handler on a batch the way Lambda does and returns the index of the
+// first failed record (len(batch) when none).
+func (e *env) invoke(batch []json.RawMessage) int {
+	e.t.Helper()
+	out, err := e.inv.Invoke(context.Background(), record.EncodeEvent(batch))
+	if err != nil {
+		e.t.Fatalf("invoke: %v", err)
+	}
+	var resp events.DynamoDBEventResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		e.t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) == 0 {
+		return len(batch)
+	}
+	id := resp.BatchItemFailures[0].ItemIdentifier
+	for i, raw := range batch {
+		c, err := record.Decode(raw)
+		if (err == nil && c.Seq == id) || (err != nil && seqOfRaw(raw) == id) {
+			return i
+		}
+	}
+	e.t.Fatalf("batch item failure %q is not a sequence number of the batch", id)
+	return 0
+}
+
+func seqOfRaw(raw json.RawMessage) string {
+	var r struct {
+		Dynamodb struct{ SequenceNumber string } `json:"dynamodb"`
+	}
+	_ = json.Unmarshal(raw, &r)
+	return r.Dynamodb.SequenceNumber
+}
+
+// drain delivers the stream in batches of size n through deliver until it is quiet
+// (the handler's own writes produce records too: counters, copies, fan-out jobs).
+func (e *env) drain(n int, deliver func(batch []json.RawMessage)) {
+	e.t.Helper()
+	for round := 0; round < 200; round++ {
+		recs := e.records()
+		if len(recs) == 0 {
+			return
+		}
+		for len(recs) > 0 {
+			k := min(n, len(recs))
+			deliver(recs[:k])
+			recs = recs[k:]
+		}
+	}
+	e.t.Fatal("stream did not go quiet after 200 rounds")
+}
+
+// lambdaLike delivers a batch as Lambda does: retry from the reported failure until done.
+func (e *env) lambdaLike(batch []json.RawMessage) {
+	e.t.Helper()
+	for tries := 0; len(batch) > 0; tries++ {
+		if tries > 50 {
+			e.t.Fatal("batch never completed")
+		}
+		batch = batch[e.invoke(batch):]
+	}
+}
+
+// workload writes users, posts, comments, likes, status flips, moves and deletes.
+func (e *env) workload(seed uint64, users, posts, ops int) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for u := 0; u < users; u++ {
+		e.put(map[string]string{"pk": fmt.Sprintf("USER#u%d", u), "sk": "PROFILE", "name": fmt.Sprintf("user %d", u)})
+	}
+	for p := 0; p < posts; p++ {
+		e.put(map[string]string{"pk": fmt.Sprintf("POST#p%d", p), "sk": "METADATA", "userId": fmt.Sprintf("u%d", rng.IntN(users))})
+	}
+	for i := 0; i < ops; i++ {
+		p, c, u := rng.IntN(posts), rng.IntN(ops/2+1), rng.IntN(users)
+		pk, sk := fmt.Sprintf("POST#p%d", p), fmt.Sprintf("COMMENT#c%d", c)
+		switch k := rng.IntN(10); {
+		case k < 6:
+			status := "visible"
+			if rng.IntN(4) == 0 {
+				status = "hidden"
+			}
+			e.put(map[string]string{"pk": pk, "sk": sk, "gsi1pk": fmt.Sprintf("USER#u%d", u), "gsi1sk": sk,
+				"likes": strconv.Itoa(rng.IntN(5)), "status": status, "userName": "stale"})
+		case k < 8:
+			e.del(pk, sk)
+		case k < 9:
+			e.put(map[string]string{"pk": fmt.Sprintf("USER#u%d", u), "sk": "PROFILE", "name": fmt.Sprintf("user %d v%d", u, i)})
+		default:
+			e.put(map[string]string{"pk": pk, "sk": "METADATA", "userId": fmt.Sprintf("u%d", u)})
+		}
+	}
+}
+
+// check compares counters, sums and copies with the truth computed from a scan.
+func (e *env) check() {
+	e.t.Helper()
+	items := e.scan()
+	commentCount, likeTotal, postCount := map[string]int{}, map[string]int{}, map[string]int{}
+	names := map[string]string{}
+	for _, it := range items {
+		pk, sk := s(it["pk"]), s(it["sk"])
+		switch {
+		case sk == "PROFILE":
+			names[pk] = s(it["name"])
+		case sk == "METADATA" && pk[:5] == "POST#":
+			postCount["USER#"+s(it["userId"])]++
+		case len(sk) > 8 && sk[:8] == "COMMENT#":
+			if s(it["status"]) == "visible" {
+				commentCount[pk]++
+			}
+			likeTotal[pk] += n(it["likes"])
+		}
+	}
+	bad := 0
+	for _, it := range items {
+		pk, sk := s(it["pk"]), s(it["sk"])
+		report := func(what string, got, want any) {
+			if bad < 10 {
+				e.t.Errorf("%s %s %s = %v, want %v", pk, sk, what, got, want)
+			}
+			bad++
+		}
+		switch {
+		case sk == "PROFILE":
+			if got := n(it["postCount"]); got != postCount[pk] {
+				report("postCount", got, postCount[pk])
+			}
+		case sk == "METADATA" && pk[:5] == "POST#":
+			if got := n(it["commentCount"]); got != commentCount[pk] {
+				report("commentCount", got, commentCount[pk])
+			}
+			if got := n(it["likeTotal"]); got != likeTotal[pk] {
+				report("likeTotal", got, likeTotal[pk])
+			}
+		case len(sk) > 8 && sk[:8] == "COMMENT#":
+			want := names[s(it["gsi1pk"])]
+			if want != "" && s(it["userName"]) != want {
+				report("userName", s(it["userName"]), want)
+			}
+		}
+	}
+	if bad > 0 {
+		e.t.Fatalf("%d values differ from the truth", bad)
+	}
+}
+
+func (e *env) scan() []map[string]types.AttributeValue {
+	var out []map[string]types.AttributeValue
+	p := dynamodb.NewScanPaginator(e.db, &dynamodb.ScanInput{TableName: aws.String(e.table), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, page.Items...)
+	}
+	return out
+}
+
+func s(v types.AttributeValue) string {
+	if x, ok := v.(*types.AttributeValueMemberS); ok {
+		return x.Value
+	}
+	return ""
+}
+
+func n(v types.AttributeValue) int {
+	if x, ok := v.(*types.AttributeValueMemberN); ok {
+		i, _ := strconv.Atoi(x.Value)
+		return i
+	}
+	return 0
+}

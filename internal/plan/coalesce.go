@@ -1,0 +1,201 @@
+package plan
+
+import (
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// Batch is the coalesced effects of consecutive records of one invocation. Each group knows
+// Rec, the index of the earliest record that stays unapplied if the group fails: what the
+// handler reports as the batch item failure.
+type Batch struct {
+	Records []RecordPlan
+	// Writes: one per (rule, target), the newest version wins (older ones are superseded,
+	// so their records are done once the newest lands).
+	Writes []WriteGroup
+	// FanOuts: one per (rule, source), the newest version wins.
+	FanOuts []FanOutGroup
+	// Pulls: one per (rule, target).
+	Pulls []PullGroup
+	// Jobs: fan-out job items to continue, one per job key (the newest image).
+	Jobs []JobGroup
+	// Watermarked: deltas applied with a per-target sequence watermark, one group per target.
+	Watermarked []TargetDeltas
+	// Marked: deltas applied with a per-event idempotency marker, one group per event.
+	Marked []EventDeltas
+}
+
+// WriteGroup is the newest Write for one (rule, target).
+type WriteGroup struct {
+	Write
+	Rec int
+}
+
+// FanOutGroup is the newest FanOut for one (rule, source).
+type FanOutGroup struct {
+	FanOut
+	Rec int
+}
+
+// PullGroup is the last Pull for one (rule, target).
+type PullGroup struct {
+	Pull
+	Rec int
+}
+
+// JobGroup is a fan-out job item to continue.
+type JobGroup struct {
+	Item record.Item
+	Rec  int
+}
+
+// Entry is one record's delta to one attribute of a watermarked target.
+type Entry struct {
+	Rec    int
+	Seq    string
+	Rule   *rules.CompiledRule
+	Amount Number
+}
+
+// TargetDeltas are the watermark-guarded deltas of one target, in record order.
+type TargetDeltas struct {
+	Target  Key
+	Entries []Entry
+}
+
+// Sum coalesces entries after watermark wm ("" = none): the amount per attribute (in first
+// appearance order), the lowest and highest sequence numbers taken, and whether every rule
+// involved creates a missing target.
+func (t *TargetDeltas) Sum(wm string) (attrs []AttrAmount, minSeq, maxSeq string, create bool) {
+	create = true
+	for _, e := range t.Entries {
+		if wm != "" && record.CompareSeq(e.Seq, wm) <= 0 {
+			continue
+		}
+		if minSeq == "" {
+			minSeq = e.Seq
+		}
+		maxSeq = e.Seq
+		if e.Rule.Agg.MissingTarget != rules.MissingCreate {
+			create = false
+		}
+		attrs = addAmount(attrs, e.Rule, e.Amount)
+	}
+	return attrs, minSeq, maxSeq, create
+}
+
+// AttrAmount is a coalesced delta to one attribute.
+type AttrAmount struct {
+	Attribute string
+	Rule      *rules.CompiledRule // the first rule writing the attribute
+	Amount    Number
+	Create    bool // the rule creates a missing target
+}
+
+func addAmount(list []AttrAmount, r *rules.CompiledRule, n Number) []AttrAmount {
+	for i := range list {
+		if list[i].Attribute == r.Agg.Attribute {
+			list[i].Amount = list[i].Amount.Add(n)
+			return list
+		}
+	}
+	return append(list, AttrAmount{Attribute: r.Agg.Attribute, Rule: r, Amount: n, Create: r.Agg.MissingTarget == rules.MissingCreate})
+}
+
+// EventDeltas are one event's marker-guarded deltas, coalesced per target.
+type EventDeltas struct {
+	Rec     int
+	EventID string
+	Seq     string
+	Targets []TargetAmounts
+}
+
+// TargetAmounts are coalesced deltas to one target.
+type TargetAmounts struct {
+	Target Key
+	Attrs  []AttrAmount
+}
+
+// Coalesce groups the records' effects per target.
+func Coalesce(recs []RecordPlan) *Batch {
+	b := &Batch{Records: recs}
+	writes := map[ruleKey]int{}
+	fans := map[ruleKey]int{}
+	pulls := map[ruleKey]int{}
+	jobs := map[Key]int{}
+	wm := map[Key]int{}
+	for i := range recs {
+		rp := &recs[i]
+		for _, w := range rp.Writes {
+			k := ruleKey{w.Rule, w.Target}
+			if j, ok := writes[k]; ok {
+				b.Writes[j] = WriteGroup{Write: w, Rec: i}
+			} else {
+				writes[k] = len(b.Writes)
+				b.Writes = append(b.Writes, WriteGroup{Write: w, Rec: i})
+			}
+		}
+		for _, f := range rp.FanOuts {
+			k := ruleKey{f.Rule, f.Source}
+			if j, ok := fans[k]; ok {
+				b.FanOuts[j] = FanOutGroup{FanOut: f, Rec: i}
+			} else {
+				fans[k] = len(b.FanOuts)
+				b.FanOuts = append(b.FanOuts, FanOutGroup{FanOut: f, Rec: i})
+			}
+		}
+		for _, p := range rp.Pulls {
+			k := ruleKey{p.Rule, p.Target}
+			if j, ok := pulls[k]; ok {
+				b.Pulls[j] = PullGroup{Pull: p, Rec: i}
+			} else {
+				pulls[k] = len(b.Pulls)
+				b.Pulls = append(b.Pulls, PullGroup{Pull: p, Rec: i})
+			}
+		}
+		if rp.Job != nil {
+			k := rp.JobKey
+			if j, ok := jobs[k]; ok {
+				b.Jobs[j] = JobGroup{Item: rp.Job, Rec: i}
+			} else {
+				jobs[k] = len(b.Jobs)
+				b.Jobs = append(b.Jobs, JobGroup{Item: rp.Job, Rec: i})
+			}
+		}
+		var ev *EventDeltas
+		for _, d := range rp.Deltas {
+			// Watermarks hold only where the target shares the record's partition.
+			if d.Rule.Watermark && d.Target.PK == rp.PK {
+				j, ok := wm[d.Target]
+				if !ok {
+					j = len(b.Watermarked)
+					wm[d.Target] = j
+					b.Watermarked = append(b.Watermarked, TargetDeltas{Target: d.Target})
+				}
+				b.Watermarked[j].Entries = append(b.Watermarked[j].Entries, Entry{Rec: i, Seq: rp.Seq, Rule: d.Rule, Amount: d.Amount})
+				continue
+			}
+			if ev == nil {
+				b.Marked = append(b.Marked, EventDeltas{Rec: i, EventID: rp.EventID, Seq: rp.Seq})
+				ev = &b.Marked[len(b.Marked)-1]
+			}
+			ev.add(d)
+		}
+	}
+	return b
+}
+
+func (ev *EventDeltas) add(d Delta) {
+	for i := range ev.Targets {
+		if ev.Targets[i].Target == d.Target {
+			ev.Targets[i].Attrs = addAmount(ev.Targets[i].Attrs, d.Rule, d.Amount)
+			return
+		}
+	}
+	ev.Targets = append(ev.Targets, TargetAmounts{Target: d.Target, Attrs: addAmount(nil, d.Rule, d.Amount)})
+}
+
+type ruleKey struct {
+	rule *rules.CompiledRule
+	key  Key
+}

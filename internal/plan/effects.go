@@ -1,0 +1,85 @@
+// Package plan is the pure core of the stream processor: it turns decoded stream records
+// into effects (copy and mirror writes, fan-out queries, pulls, count and sum deltas) and
+// coalesces them per target within a batch. No I/O happens here.
+package plan
+
+import (
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// Key is an item's primary key values (SK empty when the table has no sort key).
+type Key struct{ PK, SK string }
+
+// AttrValue is a named attribute value.
+type AttrValue struct {
+	Name  string
+	Value types.AttributeValue
+}
+
+// Delta adds Amount to the rule's attribute on Target, exactly once.
+type Delta struct {
+	Rule   *rules.CompiledRule
+	Target Key
+	Amount Number
+}
+
+// Write is a version-guarded write of one target found by key: a copy (Set/Remove), a
+// mirror (Item), or a delete. Version is the source's normalized sequence number.
+type Write struct {
+	Rule    *rules.CompiledRule
+	Target  Key
+	Version string
+	Set     []AttrValue
+	Remove  []string
+	Item    record.Item // mirror: the whole item to put (keys included)
+	Delete  bool
+}
+
+// FanOut applies the same version-guarded copy to every target a query finds: the rule's
+// index (or the table) at partition value PKValue, sort key beginning with the rule's
+// QuerySK prefix. Large fan-outs continue across invocations through a job item.
+type FanOut struct {
+	Rule    *rules.CompiledRule
+	Source  Key
+	PKValue string
+	Version string
+	Set     []AttrValue
+	Remove  []string
+	Delete  bool
+}
+
+// Pull fills a copy target from its source: on insert, on a change of the attributes that
+// link it to its source, or when the application overwrote the copied attributes. Seen is
+// the target's version attribute as the record shows it ("" when absent): the pull writes
+// only if no push has landed since.
+type Pull struct {
+	Rule    *rules.CompiledRule
+	Target  Key
+	Source  Key
+	Seen    string
+	Current record.Item
+}
+
+// RecordPlan is what one stream record asks for.
+type RecordPlan struct {
+	Seq     string
+	EventID string
+	PK      string // the record's partition key value
+	Entity  string // the matched entity ("" for none)
+	Fired   []string
+	Deltas  []Delta
+	Writes  []Write
+	FanOuts []FanOut
+	Pulls   []Pull
+	// Job is set for a fan-out job item's record: the executor continues that job.
+	Job    record.Item
+	JobKey Key
+}
+
+// Empty reports whether the record asks for nothing.
+func (p *RecordPlan) Empty() bool {
+	return len(p.Deltas) == 0 && len(p.Writes) == 0 && len(p.FanOuts) == 0 && len(p.Pulls) == 0 && p.Job == nil
+}

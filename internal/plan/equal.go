@@ -1,0 +1,159 @@
+package plan
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Equal reports whether two attribute values are the same DynamoDB value (nil = absent).
+// Numbers compare by value ("1.0" equals "1"); sets compare as sets.
+func Equal(a, b types.AttributeValue) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case *types.AttributeValueMemberS:
+		y, ok := b.(*types.AttributeValueMemberS)
+		return ok && x.Value == y.Value
+	case *types.AttributeValueMemberN:
+		y, ok := b.(*types.AttributeValueMemberN)
+		return ok && numEqual(x.Value, y.Value)
+	case *types.AttributeValueMemberBOOL:
+		y, ok := b.(*types.AttributeValueMemberBOOL)
+		return ok && x.Value == y.Value
+	case *types.AttributeValueMemberNULL:
+		_, ok := b.(*types.AttributeValueMemberNULL)
+		return ok
+	case *types.AttributeValueMemberB:
+		y, ok := b.(*types.AttributeValueMemberB)
+		return ok && bytes.Equal(x.Value, y.Value)
+	case *types.AttributeValueMemberL:
+		y, ok := b.(*types.AttributeValueMemberL)
+		if !ok || len(x.Value) != len(y.Value) {
+			return false
+		}
+		for i := range x.Value {
+			if !Equal(x.Value[i], y.Value[i]) {
+				return false
+			}
+		}
+		return true
+	case *types.AttributeValueMemberM:
+		y, ok := b.(*types.AttributeValueMemberM)
+		if !ok || len(x.Value) != len(y.Value) {
+			return false
+		}
+		for k, v := range x.Value {
+			if !Equal(v, y.Value[k]) {
+				return false
+			}
+		}
+		return true
+	case *types.AttributeValueMemberSS:
+		y, ok := b.(*types.AttributeValueMemberSS)
+		return ok && sameSet(x.Value, y.Value, func(p, q string) bool { return p == q })
+	case *types.AttributeValueMemberNS:
+		y, ok := b.(*types.AttributeValueMemberNS)
+		return ok && sameSet(x.Value, y.Value, numEqual)
+	case *types.AttributeValueMemberBS:
+		y, ok := b.(*types.AttributeValueMemberBS)
+		if !ok || len(x.Value) != len(y.Value) {
+			return false
+		}
+		for _, p := range x.Value {
+			found := false
+			for _, q := range y.Value {
+				if bytes.Equal(p, q) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func sameSet(x, y []string, eq func(a, b string) bool) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	for _, p := range x {
+		found := false
+		for _, q := range y {
+			if eq(p, q) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func numEqual(a, b string) bool {
+	if a == b {
+		return true
+	}
+	x, err1 := ParseNumber(a)
+	y, err2 := ParseNumber(b)
+	return err1 == nil && err2 == nil && x.Sub(y).IsZero()
+}
+
+// scalarEquals compares an attribute with a where-condition value as written in YAML.
+func scalarEquals(av types.AttributeValue, want any) bool {
+	switch w := want.(type) {
+	case string:
+		s, ok := av.(*types.AttributeValueMemberS)
+		return ok && s.Value == w
+	case bool:
+		b, ok := av.(*types.AttributeValueMemberBOOL)
+		return ok && b.Value == w
+	case int:
+		n, ok := av.(*types.AttributeValueMemberN)
+		return ok && numEqual(n.Value, strconv.Itoa(w))
+	case int64:
+		n, ok := av.(*types.AttributeValueMemberN)
+		return ok && numEqual(n.Value, strconv.FormatInt(w, 10))
+	case float64:
+		n, ok := av.(*types.AttributeValueMemberN)
+		return ok && numEqual(n.Value, strconv.FormatFloat(w, 'f', -1, 64))
+	case nil:
+		_, ok := av.(*types.AttributeValueMemberNULL)
+		return ok
+	}
+	return false
+}
+
+func typeName(v types.AttributeValue) string {
+	switch v.(type) {
+	case *types.AttributeValueMemberS:
+		return "string"
+	case *types.AttributeValueMemberN:
+		return "number"
+	case *types.AttributeValueMemberB:
+		return "binary"
+	case *types.AttributeValueMemberBOOL:
+		return "boolean"
+	case *types.AttributeValueMemberNULL:
+		return "null"
+	case *types.AttributeValueMemberL:
+		return "list"
+	case *types.AttributeValueMemberM:
+		return "map"
+	case *types.AttributeValueMemberSS:
+		return "string set"
+	case *types.AttributeValueMemberNS:
+		return "number set"
+	case *types.AttributeValueMemberBS:
+		return "binary set"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,350 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// Planner evaluates a compiled rule set against stream records. It holds scratch space, so
+// one Planner serves one goroutine; create one per batch or per worker.
+type Planner struct {
+	set        *rules.Set
+	oldV, newV []string
+}
+
+// New returns a Planner for set.
+func New(set *rules.Set) *Planner {
+	return &Planner{set: set, oldV: make([]string, 0, 16), newV: make([]string, 0, 16)}
+}
+
+// Plan returns the effects of one record. An error means the record cannot be applied as
+// the rules say (a key cannot be rendered from the item's values, a sum value is not a
+// number): the caller fails the record with that reason.
+func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
+	s := p.set
+	rp := RecordPlan{Seq: c.Seq, EventID: c.EventID}
+	pk, _ := c.Keys[s.Table.PartitionKey].(*types.AttributeValueMemberS)
+	if pk == nil {
+		return rp, fmt.Errorf("record %s: key attribute %s missing or not a string", c.EventID, s.Table.PartitionKey)
+	}
+	rp.PK = pk.Value
+	if rules.IsReserved(pk.Value) {
+		if strings.HasPrefix(pk.Value, rules.JobPrefix) && c.New != nil {
+			rp.Job = c.New
+			rp.JobKey = Key{PK: pk.Value}
+			if sk, ok := c.Keys[s.Table.SortKey].(*types.AttributeValueMemberS); ok {
+				rp.JobKey.SK = sk.Value
+			}
+		}
+		return rp, nil
+	}
+	var oldE, newE *rules.EntityType
+	var oldB, newB rules.Binding
+	if c.Old != nil {
+		oldE, oldB = s.Match(c.Old, p.oldV[:0])
+	}
+	if c.New != nil {
+		newE, newB = s.Match(c.New, p.newV[:0])
+	}
+	if newE != nil {
+		rp.Entity = newE.Name
+	} else if oldE != nil {
+		rp.Entity = oldE.Name
+	}
+	if oldE == nil && newE == nil {
+		return rp, nil
+	}
+	version := record.NormSeq(c.Seq)
+	ev := &eval{c: c, version: version, oldE: oldE, newE: newE, oldB: oldB, newB: newB, rp: &rp, spec: s}
+	// Rules this item is the source of (as it was, or as it is now).
+	for _, ent := range [2]*rules.EntityType{oldE, newE} {
+		if ent == nil {
+			continue
+		}
+		for _, r := range s.RulesFrom(ent) {
+			if ev.seen(r) {
+				continue
+			}
+			if err := ev.source(r); err != nil {
+				return rp, fmt.Errorf("record %s: rule %q: %w", c.EventID, r.Name, err)
+			}
+		}
+	}
+	// Copy rules this item is the target of: fill it from its source.
+	if newE != nil {
+		for _, r := range s.RulesInto(newE) {
+			if r.Kind != rules.KindCopy {
+				continue
+			}
+			if err := ev.pull(r); err != nil {
+				return rp, fmt.Errorf("record %s: rule %q: %w", c.EventID, r.Name, err)
+			}
+		}
+	}
+	return rp, nil
+}
+
+type eval struct {
+	c          *record.Change
+	version    string
+	oldE, newE *rules.EntityType
+	oldB, newB rules.Binding
+	rp         *RecordPlan
+	spec       *rules.Set
+	fired      []*rules.CompiledRule
+}
+
+func (e *eval) seen(r *rules.CompiledRule) bool {
+	for _, f := range e.fired {
+		if f == r {
+			return true
+		}
+	}
+	e.fired = append(e.fired, r)
+	return false
+}
+
+func (e *eval) fire(r *rules.CompiledRule) { e.rp.Fired = append(e.rp.Fired, r.Name) }
+
+// source applies rule r for an item that is (or was) r's source.
+func (e *eval) source(r *rules.CompiledRule) error {
+	wasSrc := e.oldE == r.Source
+	isSrc := e.newE == r.Source
+	switch r.Kind {
+	case rules.KindCopy:
+		return e.copyPush(r, wasSrc, isSrc)
+	case rules.KindMirror:
+		return e.mirror(r, wasSrc, isSrc)
+	default:
+		return e.aggregate(r, wasSrc, isSrc)
+	}
+}
+
+// changed reports whether any of attrs differs between the old and new images.
+func (e *eval) changed(attrs []string) bool {
+	for _, a := range attrs {
+		if !Equal(e.c.Old[a], e.c.New[a]) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *eval) copyPush(r *rules.CompiledRule, wasSrc, isSrc bool) error {
+	var set []AttrValue
+	var remove []string
+	del := false
+	b := e.newB
+	switch {
+	case isSrc && (!wasSrc || e.changed(r.Watched)):
+		for _, t := range r.Copy.SetOrder {
+			if v, ok := e.c.New[r.Copy.Set[t]]; ok {
+				set = append(set, AttrValue{Name: t, Value: v})
+			} else {
+				remove = append(remove, t)
+			}
+		}
+	case wasSrc && !isSrc:
+		b = e.oldB
+		switch r.Copy.OnSourceDelete {
+		case rules.OnDeleteRemove:
+			remove = append(remove, r.Copy.SetOrder...)
+		case rules.OnDeleteDelete:
+			del = true
+		default:
+			return nil
+		}
+	default:
+		return nil
+	}
+	e.fire(r)
+	src := e.key(b, r.Source)
+	if r.Via == "key" {
+		t, err := e.render(b, r.Target)
+		if err != nil {
+			return err
+		}
+		e.rp.Writes = append(e.rp.Writes, Write{Rule: r, Target: t, Version: e.version, Set: set, Remove: remove, Delete: del})
+		return nil
+	}
+	pkv, err := b.Render(r.QueryPK)
+	if err != nil {
+		return err
+	}
+	e.rp.FanOuts = append(e.rp.FanOuts, FanOut{Rule: r, Source: src, PKValue: pkv, Version: e.version, Set: set, Remove: remove, Delete: del})
+	return nil
+}
+
+func (e *eval) mirror(r *rules.CompiledRule, wasSrc, isSrc bool) error {
+	var oldT, newT Key
+	var err error
+	if wasSrc {
+		if oldT, err = e.render(e.oldB, r.Target); err != nil {
+			return err
+		}
+	}
+	if isSrc {
+		if newT, err = e.render(e.newB, r.Target); err != nil {
+			return err
+		}
+	}
+	if wasSrc && isSrc && oldT == newT && !e.changed(r.Watched) {
+		return nil
+	}
+	e.fire(r)
+	if wasSrc && (!isSrc || oldT != newT) {
+		e.rp.Writes = append(e.rp.Writes, Write{Rule: r, Target: oldT, Version: e.version, Delete: true})
+	}
+	if isSrc {
+		item := record.Item{}
+		for _, k := range r.Target.Keys {
+			v, err := e.newB.Render(k.T)
+			if err != nil {
+				return err
+			}
+			item[k.Attr] = &types.AttributeValueMemberS{Value: v}
+		}
+		if r.Target.TypeAttr != "" {
+			item[r.Target.TypeAttr] = &types.AttributeValueMemberS{Value: r.Target.TypeEquals}
+		}
+		for _, a := range r.Mirror.Attributes {
+			if v, ok := e.c.New[a]; ok {
+				item[a] = v
+			}
+		}
+		e.rp.Writes = append(e.rp.Writes, Write{Rule: r, Target: newT, Version: e.version, Item: item})
+	}
+	return nil
+}
+
+// aggregate emits count/sum deltas for an item entering, leaving or moving between targets.
+func (e *eval) aggregate(r *rules.CompiledRule, wasSrc, isSrc bool) error {
+	a := r.Agg
+	if e.c.TTL && a.OnExpiry == rules.OnExpiryIgnore {
+		return nil
+	}
+	inOld := wasSrc && where(a, e.c.Old)
+	inNew := isSrc && where(a, e.c.New)
+	var oldT, newT Key
+	var oldV, newV Number
+	var err error
+	if inOld {
+		if oldT, err = e.render(e.oldB, r.Target); err != nil {
+			return err
+		}
+		if oldV, err = value(r, e.c.Old); err != nil {
+			return err
+		}
+	}
+	if inNew {
+		if newT, err = e.render(e.newB, r.Target); err != nil {
+			return err
+		}
+		if newV, err = value(r, e.c.New); err != nil {
+			return err
+		}
+	}
+	if inOld && inNew && oldT == newT {
+		if d := newV.Sub(oldV); !d.IsZero() {
+			e.fire(r)
+			e.rp.Deltas = append(e.rp.Deltas, Delta{Rule: r, Target: newT, Amount: d})
+		}
+		return nil
+	}
+	if inOld && !oldV.IsZero() {
+		e.fire(r)
+		e.rp.Deltas = append(e.rp.Deltas, Delta{Rule: r, Target: oldT, Amount: oldV.Neg()})
+	}
+	if inNew && !newV.IsZero() {
+		e.fire(r)
+		e.rp.Deltas = append(e.rp.Deltas, Delta{Rule: r, Target: newT, Amount: newV})
+	}
+	return nil
+}
+
+// value is what one member contributes: 1 for a count, the value attribute for a sum (an
+// absent value contributes 0; a value that is not a number is an error).
+func value(r *rules.CompiledRule, item record.Item) (Number, error) {
+	if r.Kind == rules.KindCount {
+		return Int(1), nil
+	}
+	switch v := item[r.Agg.Value].(type) {
+	case nil:
+		return Int(0), nil
+	case *types.AttributeValueMemberN:
+		return ParseNumber(v.Value)
+	default:
+		return Number{}, fmt.Errorf("sum value %s is a %s, not a number", r.Agg.Value, typeName(v))
+	}
+}
+
+// where reports whether item satisfies the rule's where-conditions.
+func where(a *rules.Aggregate, item record.Item) bool {
+	for _, attr := range a.WhereOrder {
+		if !scalarEquals(item[attr], a.Where[attr]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *eval) pull(r *rules.CompiledRule) error {
+	c := e.c
+	switch c.Op {
+	case record.Insert:
+	case record.Modify:
+		linked := e.oldE == r.Target && !e.changed(r.TargetLinks)
+		ownWrite := !Equal(c.Old[r.VersionAttr], c.New[r.VersionAttr])
+		overwritten := !ownWrite && e.changed(r.Copy.SetOrder)
+		if linked && !overwritten {
+			return nil
+		}
+	default:
+		return nil
+	}
+	t := e.key(e.newB, r.Target)
+	src, err := e.render(e.newB, r.Source)
+	if err != nil {
+		return err
+	}
+	seen := ""
+	if n, ok := c.New[r.VersionAttr].(*types.AttributeValueMemberN); ok {
+		seen = n.Value
+	}
+	e.fire(r)
+	e.rp.Pulls = append(e.rp.Pulls, Pull{Rule: r, Target: t, Source: src, Seen: seen, Current: c.New})
+	return nil
+}
+
+// render builds entity ent's primary key from binding b.
+func (e *eval) render(b rules.Binding, ent *rules.EntityType) (Key, error) {
+	var k Key
+	var err error
+	if k.PK, err = b.Render(ent.PK); err != nil {
+		return k, err
+	}
+	if ent.SK != nil {
+		if k.SK, err = b.Render(ent.SK); err != nil {
+			return k, err
+		}
+	}
+	return k, nil
+}
+
+// key returns the primary key of the item behind binding b.
+func (e *eval) key(b rules.Binding, _ *rules.EntityType) Key {
+	it := b.Item()
+	var k Key
+	if v, ok := it[e.spec.Table.PartitionKey].(*types.AttributeValueMemberS); ok {
+		k.PK = v.Value
+	}
+	if v, ok := it[e.spec.Table.SortKey].(*types.AttributeValueMemberS); ok {
+		k.SK = v.Value
+	}
+	return k
+}

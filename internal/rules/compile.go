@@ -1,0 +1,321 @@
+package rules
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/denorm/denorm/internal/keys"
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/table"
+)
+
+// Set is a compiled, immutable rule set: entities with parsed templates and rules resolved
+// to them. It is safe for concurrent use; the planner only reads it.
+type Set struct {
+	Table    table.Spec
+	Entities []*EntityType
+	Rules    []*Rule
+	// LocalIndexes is true when the table has local secondary indexes: an item collection
+	// then stays in one partition, so the records of one partition key come in order on one
+	// shard lineage, which the watermark mode of counters relies on.
+	LocalIndexes bool
+	bySource     map[*EntityType][]*CompiledRule
+	byTarget     map[*EntityType][]*CompiledRule
+	compiled     []*CompiledRule
+}
+
+// EntityType is a compiled entity: its key templates and how it is recognised.
+type EntityType struct {
+	Name       string
+	PK, SK     *keys.Template // primary key templates (SK nil when the table has no sort key)
+	Keys       []KeyTemplate  // every key template, primary keys first
+	TypeAttr   string
+	TypeEquals string
+	Attributes []string
+	vars       map[string]bool
+}
+
+// KeyTemplate is one key attribute's template.
+type KeyTemplate struct {
+	Attr string
+	T    *keys.Template
+}
+
+// CompiledRule is a rule resolved against entities. The Source is the entity whose changes
+// drive the rule (copy/mirror From, count/sum Of); the Target the entity written.
+type CompiledRule struct {
+	Rule
+	Source, Target *EntityType
+	// Watched lists the source attributes whose change re-evaluates the rule.
+	Watched []string
+	// VersionAttr holds, on copy and mirror targets, the stream sequence number of the
+	// source version last applied: the guard that stops an older update overwriting a newer.
+	VersionAttr string
+	// Copy: how targets are found.
+	Via        string      // "key", "table" or an index name
+	QueryIndex table.Index // for table and index queries
+	QueryPK    *keys.Template
+	QuerySK    string // the target's literal prefix on the index sort key ("" for none)
+	QuerySKAtt string
+	// TargetLinks are the target attributes that tie a target to its source (the
+	// attributes holding the variables of the source's key): a change re-pulls the copy.
+	TargetLinks []string
+	// Count/sum: Watermark is true when the target shares the source's partition and the
+	// table keeps item collections in one partition (local indexes): deltas are then
+	// guarded by a per-target sequence watermark instead of per-event markers.
+	Watermark bool
+}
+
+// Compile checks f and turns it into a Set. Any Problems come back as the error.
+func Compile(f *File) (*Set, error) {
+	if ps := Validate(f); len(ps) > 0 {
+		return nil, ps
+	}
+	s := &Set{Table: f.Table, LocalIndexes: len(f.Table.LocalIndexes) > 0,
+		bySource: map[*EntityType][]*CompiledRule{}, byTarget: map[*EntityType][]*CompiledRule{}}
+	byName := map[string]*EntityType{}
+	for _, fe := range f.Entities {
+		e, err := compileEntity(f.Table, fe)
+		if err != nil {
+			return nil, err
+		}
+		s.Entities = append(s.Entities, e)
+		byName[e.Name] = e
+	}
+	for i := range f.Rules {
+		r, err := compileRule(f, &f.Rules[i], byName)
+		if err != nil {
+			return nil, err
+		}
+		s.compiled = append(s.compiled, r)
+		s.bySource[r.Source] = append(s.bySource[r.Source], r)
+		s.byTarget[r.Target] = append(s.byTarget[r.Target], r)
+	}
+	return s, nil
+}
+
+// Load reads, validates and compiles a rules file.
+func LoadSet(path string) (*Set, error) {
+	f, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(f)
+}
+
+// ParseSet parses, validates and compiles rules from memory (path is used in messages).
+func ParseSet(path string, data []byte) (*Set, error) {
+	f, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(f)
+}
+
+func compileEntity(spec table.Spec, fe Entity) (*EntityType, error) {
+	e := &EntityType{Name: fe.Name, TypeAttr: fe.TypeAttribute, TypeEquals: fe.TypeEquals,
+		Attributes: fe.Attributes, vars: map[string]bool{}}
+	order := append([]string(nil), fe.KeyOrder...)
+	// Primary keys first: they are the most selective, so a non-matching item fails fast.
+	sort.SliceStable(order, func(i, j int) bool { return keyRank(spec, order[i]) < keyRank(spec, order[j]) })
+	for _, attr := range order {
+		t, err := keys.Parse(fe.Keys[attr])
+		if err != nil {
+			return nil, fmt.Errorf("entity %s: %w", fe.Name, err)
+		}
+		e.Keys = append(e.Keys, KeyTemplate{Attr: attr, T: t})
+		for _, v := range t.Vars() {
+			e.vars[v] = true
+		}
+		switch attr {
+		case spec.PartitionKey:
+			e.PK = t
+		case spec.SortKey:
+			e.SK = t
+		}
+	}
+	for _, a := range fe.Attributes {
+		e.vars[a] = true
+	}
+	return e, nil
+}
+
+func keyRank(spec table.Spec, attr string) int {
+	switch attr {
+	case spec.PartitionKey:
+		return 0
+	case spec.SortKey:
+		return 1
+	}
+	return 2
+}
+
+// Template returns the entity's template for key attribute attr, or nil.
+func (e *EntityType) Template(attr string) *keys.Template {
+	for _, k := range e.Keys {
+		if k.Attr == attr {
+			return k.T
+		}
+	}
+	return nil
+}
+
+func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRule, error) {
+	r := &CompiledRule{Rule: *fr, VersionAttr: ReservedPrefix + "v_" + fr.Name}
+	switch fr.Kind {
+	case KindCopy:
+		c := fr.Copy
+		r.Source, r.Target = byName[c.From], byName[c.To]
+		for _, t := range c.SetOrder {
+			r.Watched = appendUniq(r.Watched, c.Set[t])
+		}
+		r.Via = c.Via
+		if r.Via == "" {
+			via, ok := ChooseVia(f, c)
+			if !ok {
+				return nil, fmt.Errorf("rule %q: no way to find %s targets from %s", fr.Name, c.To, c.From)
+			}
+			r.Via = via
+		}
+		if r.Via != "key" {
+			idx, _ := f.Table.Index(r.Via)
+			r.QueryIndex = idx
+			r.QueryPK = r.Target.Template(idx.PartitionKey)
+			if idx.SortKey != "" {
+				if t := r.Target.Template(idx.SortKey); t != nil {
+					r.QuerySK, r.QuerySKAtt = t.Prefix(), idx.SortKey
+				}
+			}
+		}
+		// The target attributes that carry the source key's variables.
+		need := map[string]bool{}
+		for _, t := range []*keys.Template{r.Source.PK, r.Source.SK} {
+			if t != nil {
+				for _, v := range t.Vars() {
+					need[v] = true
+				}
+			}
+		}
+		for _, k := range r.Target.Keys {
+			for _, v := range k.T.Vars() {
+				if need[v] {
+					r.TargetLinks = appendUniq(r.TargetLinks, k.Attr)
+				}
+			}
+		}
+		for _, a := range r.Target.Attributes {
+			if need[a] {
+				r.TargetLinks = appendUniq(r.TargetLinks, a)
+			}
+		}
+	case KindMirror:
+		m := fr.Mirror
+		r.Source, r.Target = byName[m.From], byName[m.To]
+		r.Watched = append(r.Watched, m.Attributes...)
+	case KindCount, KindSum:
+		a := fr.Agg
+		r.Source, r.Target = byName[a.Of], byName[a.Into]
+		r.Watched = append(r.Watched, a.WhereOrder...)
+		if a.Value != "" {
+			r.Watched = appendUniq(r.Watched, a.Value)
+		}
+		// Attributes that fill the target's key variables move an item between targets.
+		for _, t := range []*keys.Template{r.Target.PK, r.Target.SK} {
+			if t == nil {
+				continue
+			}
+			for _, v := range t.Vars() {
+				for _, at := range r.Source.Attributes {
+					if at == v {
+						r.Watched = appendUniq(r.Watched, at)
+					}
+				}
+				for _, k := range r.Source.Keys {
+					if k.Attr != f.Table.PartitionKey && k.Attr != f.Table.SortKey && contains(k.T.Vars(), v) {
+						r.Watched = appendUniq(r.Watched, k.Attr)
+					}
+				}
+			}
+		}
+		r.Watermark = len(f.Table.LocalIndexes) > 0 && r.Source.PK.String() == r.Target.PK.String()
+	default:
+		return nil, fmt.Errorf("rule %q: unknown kind %q", fr.Name, fr.Kind)
+	}
+	if r.Source.TypeAttr != "" {
+		r.Watched = appendUniq(r.Watched, r.Source.TypeAttr)
+	}
+	return r, nil
+}
+
+func appendUniq(s []string, v string) []string {
+	if contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Compiled returns the rules in file order.
+func (s *Set) Compiled() []*CompiledRule { return s.compiled }
+
+// RulesFrom returns the rules whose source is e.
+func (s *Set) RulesFrom(e *EntityType) []*CompiledRule { return s.bySource[e] }
+
+// RulesInto returns the rules whose target is e.
+func (s *Set) RulesInto(e *EntityType) []*CompiledRule { return s.byTarget[e] }
+
+// Rule returns the named rule, or nil.
+func (s *Set) Rule(name string) *CompiledRule {
+	for _, r := range s.compiled {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// IsReserved reports whether a key value belongs to Denorm's own items.
+func IsReserved(pk string) bool { return strings.HasPrefix(pk, ReservedPrefix) }
+
+// Match finds the entity an item belongs to and its variable binding. Items with a reserved
+// partition key match nothing. vars is reused scratch space (may be nil).
+func (s *Set) Match(item record.Item, vars []string) (*EntityType, Binding) {
+	pk, _ := stringAttr(item, s.Table.PartitionKey)
+	if pk == "" || IsReserved(pk) {
+		return nil, Binding{}
+	}
+	for _, e := range s.Entities {
+		if b, ok := e.Match(item, vars[:0]); ok {
+			return e, b
+		}
+	}
+	return nil, Binding{}
+}
+
+// Match reports whether item is one of e's and returns the variable binding.
+func (e *EntityType) Match(item record.Item, vars []string) (Binding, bool) {
+	if e.TypeAttr != "" {
+		if v, ok := stringAttr(item, e.TypeAttr); !ok || v != e.TypeEquals {
+			return Binding{}, false
+		}
+	}
+	for _, k := range e.Keys {
+		v, ok := stringAttr(item, k.Attr)
+		if !ok {
+			return Binding{}, false
+		}
+		if vars, ok = k.T.Match(v, vars); !ok {
+			return Binding{}, false
+		}
+	}
+	return Binding{vars: vars, item: item}, true
+}

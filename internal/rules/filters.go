@@ -1,0 +1,106 @@
+package rules
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Limits of Lambda event filtering for one event source mapping (service quotas).
+const (
+	MaxFilters       = 5
+	MaxFilterPattern = 4096
+)
+
+// JobPrefix starts the partition key of fan-out job items: their stream records continue a
+// paged fan-out, so they are the only reserved items the function must see.
+const JobPrefix = ReservedPrefix + "#job#"
+
+// FilterPatterns returns the Lambda FilterCriteria patterns that let through exactly the
+// records that can trigger a rule: items of a rule's source entity (copy targets too, which
+// pull their copy on insert) and fan-out job items. Reserved items (markers, watermarks)
+// never pass. It fails when the patterns exceed the service's limits.
+func (s *Set) FilterPatterns() ([]string, error) {
+	prefixes := map[string]bool{JobPrefix: true}
+	open := false // some entity's partition key starts with a variable: no prefix to filter on
+	add := func(e *EntityType) {
+		p := e.PK.Prefix()
+		if p == "" {
+			open = true
+		}
+		prefixes[p] = true
+	}
+	for _, r := range s.compiled {
+		add(r.Source)
+		if r.Kind == KindCopy {
+			add(r.Target)
+		}
+	}
+	pk := s.Table.PartitionKey
+	if open {
+		// Everything but reserved items, plus the job items.
+		return []string{
+			pattern(pk, []any{map[string]any{"anything-but": map[string]any{"prefix": ReservedPrefix}}}),
+			pattern(pk, []any{map[string]any{"prefix": JobPrefix}}),
+		}, nil
+	}
+	// Drop prefixes covered by a shorter one; sort for a stable template.
+	var list []string
+	for p := range prefixes {
+		list = append(list, p)
+	}
+	sort.Strings(list)
+	var kept []string
+	for _, p := range list {
+		if len(kept) > 0 && strings.HasPrefix(p, kept[len(kept)-1]) {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	var out []string
+	var cur []any
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, pattern(pk, cur))
+			cur = nil
+		}
+	}
+	for _, p := range kept {
+		next := append(append([]any(nil), cur...), map[string]any{"prefix": p})
+		if len(pattern(pk, next)) > MaxFilterPattern {
+			flush()
+			next = []any{map[string]any{"prefix": p}}
+			if len(pattern(pk, next)) > MaxFilterPattern {
+				return nil, fmt.Errorf("filter for key prefix %q is longer than %d characters", p, MaxFilterPattern)
+			}
+		}
+		cur = next
+	}
+	flush()
+	if len(out) > MaxFilters {
+		return nil, fmt.Errorf("the rules need %d event filters, Lambda allows %d: use fewer distinct key prefixes", len(out), MaxFilters)
+	}
+	return out, nil
+}
+
+func pattern(pk string, values []any) string {
+	p := map[string]any{"dynamodb": map[string]any{"Keys": map[string]any{pk: map[string]any{"S": values}}}}
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
+// QueriedIndexes returns the secondary indexes the stream processor queries (copy rules
+// whose targets are found through an index), sorted.
+func (s *Set) QueriedIndexes() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range s.compiled {
+		if r.Kind == KindCopy && r.Via != "key" && r.QueryIndex.Name != "" && !seen[r.QueryIndex.Name] {
+			seen[r.QueryIndex.Name] = true
+			out = append(out, r.QueryIndex.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
