@@ -30,12 +30,12 @@ type Denorm struct {
 func New(scope constructs.Construct, id string, props Props) (*Denorm, error) {
 	p := props.withDefaults()
 	if err := p.validate(); err != nil {
-		return nil, fmt.Errorf("denorm %s: %w", id, err)
+		return nil, fmt.Errorf("%s: %w", id, err)
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	codePath, err := stageCode(c, p.CodeDir, p.RulesFile)
 	if err != nil {
-		return nil, fmt.Errorf("denorm %s: %w", id, err)
+		return nil, fmt.Errorf("%s: %w", id, err)
 	}
 	d := &Denorm{Construct: c}
 	d.Table = newTable(c, p.Table, p.Dev)
