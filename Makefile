@@ -23,8 +23,8 @@ build:
 vet:
 	$(GO) vet ./...
 
-## test: vet, unit and integration tests on one DynamoDB Local for the whole run
-test: vet
+## test: vet, unit and integration tests on one DynamoDB Local for the whole run, and the CDK app
+test: vet test-infra
 	$(DDB) run -- $(GO) test $(GOTEST_FLAGS) ./...
 
 ## test-unit: the tests that need no emulator
@@ -40,3 +40,34 @@ ddb-fetch:
 
 clean:
 	rm -rf dist
+
+# --- infrastructure (infra/, localstack/) ---------------------------------------------------
+CDK := infra/cdk.sh
+LOCALSTACK := localstack/localstack.sh
+# Extra cdk arguments, e.g. CDK_ARGS="-c dev=true -c stack=Denorm-dev -c rules=../rules/social.yaml"
+CDK_ARGS ?=
+
+.PHONY: test-infra synth deploy localstack-up localstack-deploy localstack-smoke localstack-down
+
+## test-infra: vet and test the CDK app; synthesizes the stack offline (Go + Node, no AWS account)
+test-infra:
+	cd infra && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+## synth: build the function, synthesize the stack into infra/cdk.out (pinned aws-cdk CLI from npm)
+synth: build
+	$(CDK) synth -q --no-notices $(CDK_ARGS)
+	@echo "synth: cloud assembly in infra/cdk.out"
+
+## deploy: build and deploy with the environment's AWS credentials (once per account/region: infra/cdk.sh bootstrap)
+deploy: build
+	$(CDK) deploy --no-notices $(CDK_ARGS)
+
+## localstack-up / -deploy / -smoke / -down: the same stack on LocalStack (needs Docker, see localstack/README.md)
+localstack-up:
+	$(LOCALSTACK) up
+localstack-deploy:
+	$(LOCALSTACK) deploy
+localstack-smoke:
+	$(LOCALSTACK) smoke
+localstack-down:
+	$(LOCALSTACK) down
