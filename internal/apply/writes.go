@@ -10,39 +10,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/plan"
-	"github.com/denorm/denorm/internal/record"
 )
 
 // write applies one version-guarded copy or mirror write. A failed guard means a newer
 // version already landed (or the copy target does not exist): nothing to do.
 func (r *run) write(w *plan.Write) error {
-	x := r.x
-	pkName := x.set.Table.PartitionKey
 	ver := w.Rule.VersionAttr
 	var err error
 	switch {
 	case w.Delete:
 		err = r.deleteGuarded(w.Target, ver, w.Version)
 	case w.Item != nil:
-		item := make(record.Item, len(w.Item)+1)
-		for k, v := range w.Item {
-			item[k] = v
-		}
-		item[ver] = &types.AttributeValueMemberN{Value: w.Version}
-		cond := expression.AttributeNotExists(expression.Name(pkName)).Or(newer(ver, w.Version))
-		e, berr := expression.NewBuilder().WithCondition(cond).Build()
-		if berr != nil {
-			return fmt.Errorf("building mirror write: %w", berr)
-		}
-		err = r.do("putting mirror "+w.Target.PK, func(ctx context.Context) error {
-			out, err := x.api.PutItem(ctx, &dynamodb.PutItemInput{
-				TableName: aws.String(x.table), Item: item,
-				ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-				ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-			})
-			r.written(out, err)
-			return err
-		})
+		err = r.mirrorWrite(w)
 	default:
 		err = r.update(w.Target, ver, w.Version, w.Set, w.Remove, "")
 	}
@@ -132,4 +111,37 @@ func (r *run) written(out any, err error) {
 		one := 1.0
 		r.consumed(true, &types.ConsumedCapacity{CapacityUnits: &one})
 	}
+}
+
+// mirrorWrite creates or updates a mirror item with UpdateItem rather than PutItem, so
+// attributes other rules keep on the same item (a name copied into a member item) survive.
+func (r *run) mirrorWrite(w *plan.Write) error {
+	x := r.x
+	spec := x.set.Table
+	var ub expression.UpdateBuilder
+	for k, v := range w.Item {
+		if k != spec.PartitionKey && k != spec.SortKey {
+			ub = ub.Set(expression.Name(k), val(v))
+		}
+	}
+	for _, a := range w.Rule.Mirror.Attributes {
+		if _, ok := w.Item[a]; !ok {
+			ub = ub.Remove(expression.Name(a))
+		}
+	}
+	ub = ub.Set(expression.Name(w.Rule.VersionAttr), num(w.Version))
+	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(newer(w.Rule.VersionAttr, w.Version)).Build()
+	if err != nil {
+		return fmt.Errorf("building mirror write: %w", err)
+	}
+	return r.do("writing mirror "+w.Target.PK+" "+w.Target.SK, func(ctx context.Context) error {
+		out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(x.table), Key: x.key(w.Target),
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		r.written(out, err)
+		return err
+	})
 }
