@@ -4,12 +4,14 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 )
 
 // seen is an in-process function recording the pks it was given, across shards.
@@ -151,5 +153,37 @@ func TestMaximumRecordAge(t *testing.T) {
 	if len(frs) != 1 || frs[0].RequestContext.Condition != RecordAgeExceeded || frs[0].DDBStreamBatchInfo.BatchSize != 2 ||
 		frs[0].RequestContext.ApproximateInvokeCount != 0 || frs[0].ResponseContext.StatusCode != 0 {
 		t.Errorf("on-failure records %+v, want one RecordAgeExceeded for 2 records, never invoked", frs)
+	}
+}
+
+// A batch stops before the record that would make the event exceed Lambda's 6 MB payload;
+// that record starts the next batch.
+func TestPayloadLimit(t *testing.T) {
+	f := newFakeStream()
+	pks := items("BIG", 5)
+	f.add("s", "", time.Now(), pks...)
+	blob := strings.Repeat("x", 1_500_000) // four fit in 6 MiB, five do not
+	for _, r := range f.shard("s").records {
+		r.Dynamodb.NewImage = map[string]types.AttributeValue{"blob": &types.AttributeValueMemberS{Value: blob}}
+	}
+	var sizes []int
+	var mu sync.Mutex
+	inv := lambda.NewHandler(func(e events.DynamoDBEvent) error {
+		mu.Lock()
+		defer mu.Unlock()
+		sizes = append(sizes, len(e.Records))
+		return nil
+	})
+	cfg := fakeConfig(t)
+	cfg.BatchSize = 10
+	m := start(t, f, inv, cfg)
+	drainFake(t, m)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(sizes, []int{4, 1}) {
+		t.Errorf("batch sizes %v, want [4 1]", sizes)
+	}
+	if st := m.Stats(); st.Records != 5 || st.Batches != 2 {
+		t.Errorf("stats %+v, want 5 records in 2 batches", st)
 	}
 }

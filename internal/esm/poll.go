@@ -19,6 +19,10 @@ type worker struct {
 	id string
 	// iter is the next shard iterator; nil means "get one at pos".
 	iter *string
+	// ended: GetRecords returned no next iterator, the closed shard has no more records.
+	ended bool
+	// queue holds records read but not yet batched (the last batch was full).
+	queue []types.Record
 	// pos is the sequence number of the last record read ("" before the first): a fresh
 	// iterator starts after it.
 	pos string
@@ -39,21 +43,22 @@ func (m *Mapping) runShard(ctx context.Context, s *shardState) error {
 	}
 	m.log.Debug("esm: shard started", "shard", s.id, "after", w.pos, "start", w.start)
 	for {
-		batch, through, end, err := w.read(ctx)
+		g, err := w.read(ctx)
 		if err != nil && !errors.Is(err, errShardGone) {
 			return err
 		}
-		if len(batch) > 0 {
+		if len(g.recs) > 0 {
 			m.stats.batches.Add(1)
-			if err := w.deliver(ctx, batch); err != nil {
+			if err := w.deliver(ctx, g.recs); err != nil {
 				return err
 			}
 			m.touch()
 		}
 		// Records filtered out after the last delivered one are processed too.
-		if err := w.commit(through); err != nil {
+		if err := w.commit(g.through); err != nil {
 			return err
 		}
+		end := g.end
 		if errors.Is(err, errShardGone) {
 			m.log.Warn("esm: shard disappeared from the stream; treating it as done", "shard", s.id)
 			end = true
@@ -76,81 +81,134 @@ func (w *worker) commit(seq string) error {
 	return w.m.ckpt.advance(w.id, seq)
 }
 
-// read returns the next batch: up to BatchSize records that passed the filter, gathered for
-// at most MaximumBatchingWindow (none: as soon as a read returns records). through is the
-// last record read, filtered or not; end reports the end of a closed shard.
-func (w *worker) read(ctx context.Context) (batch []pending, through string, end bool, err error) {
+// gathered is a batch being read from a shard.
+type gathered struct {
+	recs []pending
+	// through is the last record taken from the shard, filtered or not: once recs are
+	// processed, the shard is processed up to it.
+	through string
+	// end: the closed shard was read to its end.
+	end   bool
+	size  int       // the event's size with recs
+	first time.Time // when recs[0] was read
+}
+
+// read returns the next batch: up to BatchSize records that passed the filter and fit one
+// 6 MB event, gathered for at most MaximumBatchingWindow (none: as soon as a read returns
+// records).
+func (w *worker) read(ctx context.Context) (gathered, error) {
 	m := w.m
-	var first time.Time // when this batch's first record was read
+	g := gathered{size: len(`{"Records":[]}`)}
+	got := -1 // records the last GetRecords of this call returned; -1 before the first
+	var began time.Time
 	for {
-		if w.iter == nil {
-			if err := w.refresh(ctx); err != nil {
-				return batch, through, false, err
+		full, err := w.fill(&g)
+		if err != nil || full {
+			return g, err
+		}
+		if w.ended {
+			g.end = true
+			return g, nil
+		}
+		if got >= 0 {
+			window := m.cfg.MaximumBatchingWindow
+			switch {
+			case len(g.recs) > 0 && (window == 0 || time.Since(g.first) >= window):
+				return g, nil
+			case got > 0:
+				// More may be waiting: read again at once.
+			case len(g.recs) == 0 && g.through != "":
+				return g, nil // only filtered records: checkpoint them
+			default:
+				pause := m.cfg.PollInterval
+				if len(g.recs) == 0 {
+					m.polled(w.s, began)
+				} else {
+					pause = min(pause, window-time.Since(g.first))
+				}
+				if err := sleep(ctx, pause); err != nil {
+					return g, err
+				}
 			}
 		}
-		began := time.Now()
+		if w.iter == nil {
+			if err := w.refresh(ctx); err != nil {
+				return g, err
+			}
+		}
+		began = time.Now()
 		out, err := m.api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{
-			ShardIterator: w.iter, Limit: aws.Int32(int32(min(maxGetRecords, m.cfg.BatchSize-len(batch)))),
+			ShardIterator: w.iter, Limit: aws.Int32(int32(min(maxGetRecords, m.cfg.BatchSize-len(g.recs)))),
 		})
 		if err != nil {
 			if ctx.Err() != nil {
-				return batch, through, false, ctx.Err()
+				return g, ctx.Err()
 			}
 			if err := w.readFailed(ctx, err); err != nil {
-				return batch, through, false, err
+				return g, err
 			}
+			got = -1
 			continue
 		}
 		w.iter = out.NextShardIterator
+		w.ended = w.iter == nil
 		for _, r := range out.Records {
-			if r.Dynamodb == nil || r.Dynamodb.SequenceNumber == nil {
-				m.log.Error("esm: stream record without sequence number skipped", "shard", w.id, "eventID", aws.ToString(r.EventID))
-				continue
-			}
-			seq := *r.Dynamodb.SequenceNumber
-			w.pos, through = seq, seq
-			p, keep, err := m.prepare(r)
-			if err != nil {
-				// Lambda would deliver it; we cannot build its event, so it goes where
-				// undeliverable records go, and the shard moves on.
-				m.log.Error("esm: encoding stream record", "shard", w.id, "seq", seq, "error", err)
-				if err := m.discard(w.id, []pending{p}, RetryAttemptsExhausted, 0, outcome{}); err != nil {
-					return batch, through, false, err
-				}
-				continue
-			}
-			if !keep {
-				continue
-			}
-			batch = append(batch, p)
-			if first.IsZero() {
-				first = time.Now()
+			if r.Dynamodb != nil && r.Dynamodb.SequenceNumber != nil {
+				w.pos = *r.Dynamodb.SequenceNumber
 			}
 		}
-		if len(out.Records) > 0 {
+		w.queue = append(w.queue, out.Records...)
+		if got = len(out.Records); got > 0 {
 			m.touch()
 		}
-		window := m.cfg.MaximumBatchingWindow
-		switch {
-		case len(batch) >= m.cfg.BatchSize, w.iter == nil:
-			return batch, through, w.iter == nil, nil
-		case len(batch) > 0 && (window == 0 || time.Since(first) >= window):
-			return batch, through, false, nil
-		case len(out.Records) > 0:
-			continue // more may be waiting: read again at once
-		case len(batch) == 0 && through != "":
-			return nil, through, false, nil // only filtered records: checkpoint them
+	}
+}
+
+// maxPayload is Lambda's limit for a synchronous invocation's payload, which bounds the
+// batches an event source mapping sends.
+const maxPayload = 6 * 1024 * 1024
+
+// fill moves records read from the shard into g until g is full (BatchSize records, or the
+// next record would make the event exceed 6 MB: it starts the next batch).
+func (w *worker) fill(g *gathered) (full bool, err error) {
+	m := w.m
+	for len(w.queue) > 0 {
+		r := w.queue[0]
+		if r.Dynamodb == nil || r.Dynamodb.SequenceNumber == nil {
+			m.log.Error("esm: stream record without sequence number skipped", "shard", w.id, "eventID", aws.ToString(r.EventID))
+			w.queue = w.queue[1:]
+			continue
 		}
-		pause := m.cfg.PollInterval
-		if len(batch) == 0 {
-			m.polled(w.s, began)
-		} else {
-			pause = min(pause, window-time.Since(first))
+		p, keep, err := m.prepare(r)
+		if err != nil {
+			// Lambda would deliver it; we cannot build its event, so it goes where
+			// undeliverable records go, and the shard moves on.
+			m.log.Error("esm: encoding stream record", "shard", w.id, "seq", p.seq, "error", err)
+			if err := m.discard(w.id, []pending{p}, RetryAttemptsExhausted, 0, outcome{}); err != nil {
+				return false, err
+			}
+			w.queue, g.through = w.queue[1:], p.seq
+			continue
 		}
-		if err := sleep(ctx, pause); err != nil {
-			return batch, through, false, err
+		if keep && len(g.recs) > 0 && g.size+len(p.raw)+1 > maxPayload {
+			return true, nil
+		}
+		w.queue, g.through = w.queue[1:], p.seq
+		if !keep {
+			m.stats.filtered.Add(1)
+			continue
+		}
+		m.stats.records.Add(1)
+		g.recs = append(g.recs, p)
+		g.size += len(p.raw) + 1
+		if g.first.IsZero() {
+			g.first = time.Now()
+		}
+		if len(g.recs) >= m.cfg.BatchSize {
+			return true, nil
 		}
 	}
+	return false, nil
 }
 
 // prepare encodes r for the event and applies the filter.
@@ -165,11 +223,6 @@ func (m *Mapping) prepare(r types.Record) (p pending, keep bool, err error) {
 		// The encoder produced something the filter cannot read: let the function judge it.
 		m.log.Error("esm: filtering stream record", "seq", p.seq, "error", err)
 		keep = true
-	}
-	if keep {
-		m.stats.records.Add(1)
-	} else {
-		m.stats.filtered.Add(1)
 	}
 	return p, keep, nil
 }
@@ -199,7 +252,7 @@ func (w *worker) readFailed(ctx context.Context, err error) error {
 // trimmed restarts at the oldest record left: the records after the checkpoint are gone.
 func (w *worker) trimmed() {
 	w.m.log.Warn("esm: records after the checkpoint were trimmed from the stream; continuing at the trim horizon", "shard", w.id, "after", w.pos)
-	w.pos, w.start, w.iter = "", types.ShardIteratorTypeTrimHorizon, nil
+	w.pos, w.start, w.iter, w.queue = "", types.ShardIteratorTypeTrimHorizon, nil, nil
 }
 
 // refresh gets an iterator after the last record read, or at the shard's start position.
