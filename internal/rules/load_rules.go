@@ -10,6 +10,9 @@ import (
 // decodeRules reads the rules list. Every item becomes a Rule, even a malformed one, so that
 // "rule #N" in messages counts the same items as the file.
 func (d *yamlDecoder) decodeRules(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // "rules:" with every rule commented out: no rules
+	}
 	d.eachItem(n, "", "rules", func(i int, item *yaml.Node) {
 		r := Rule{Pos: posOf(item), Fields: map[string]Pos{}}
 		ctx := fmt.Sprintf("rule #%d", i+1)

@@ -2,8 +2,11 @@ package rules
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/denorm/denorm/internal/table"
 )
 
 // base is a valid file; cases append rules to it (rules start on line 18).
@@ -354,4 +357,34 @@ rules:
 		{`20:28: rule "b"`, "no way to find the Comment targets of a User: via key: Comment's pk \"POST#{postId}\" and sk \"C#{commentId}\" need {postId, commentId}"},
 		{`20:43: rule "b"`, `writes Comment.userName, which rule "a" (line 18) already writes`},
 	})
+}
+
+func ExampleValidate() {
+	f := &File{Path: "inline", Version: 1, Table: table.Default(),
+		Entities: []Entity{
+			{Name: "Folder", Keys: map[string]string{"pk": "FOLDER#{folderId}", "sk": "METADATA"}, Attributes: []string{"totalBytes"}},
+			{Name: "File", Keys: map[string]string{"pk": "FILE#{fileId}", "sk": "METADATA"}, Attributes: []string{"size"}},
+		},
+		Rules: []Rule{{Name: "folder-size", Kind: KindSum,
+			Agg: &Aggregate{Of: "File", Into: "Folder", Value: "size", Attribute: "totalBytes"}}},
+	}
+	for _, p := range Validate(f) {
+		fmt.Println(p)
+	}
+	// Output:
+	// inline: rule "folder-size": Folder's pk "FOLDER#{folderId}" needs {folderId}, which File does not have: each File must name the Folder it adds to; add folderId to File's attributes
+}
+
+func ExampleChooseVia() {
+	f, _ := Parse("app.yaml", []byte(`version: 1
+entities:
+  User: {pk: "USER#{userId}", sk: PROFILE, attributes: [name]}
+  Comment: {pk: "POST#{postId}", sk: "C#{commentId}", gsi1pk: "USER#{userId}", attributes: [userName]}
+rules:
+  - name: comment-author
+    copy: {from: User, to: Comment, set: {userName: name}}
+`))
+	fmt.Println(ChooseVia(f, f.Rules[0].Copy))
+	// Output:
+	// gsi1 true
 }

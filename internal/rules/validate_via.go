@@ -17,9 +17,9 @@ const (
 // every variable of the target's key templates it renders is one the source has and, for an
 // index, the index projects what recognises a target. When c.Via is set it is returned, with
 // whether it works. Otherwise the first that works of "key", "table" and the table's indexes
-// in spec order (local, then global) is chosen: a key is one write with no query, the table
-// is strongly consistent, an index is neither. ("", false) when none works or an entity is
-// unknown.
+// in spec order (local, then global) is chosen: a key is one write with no query, a table
+// query can be strongly consistent, a global index query cannot. ("", false) when none works
+// or an entity is unknown.
 func ChooseVia(f *File, c *Copy) (string, bool) {
 	v := newValidator(f)
 	src, dst := v.ents[c.From], v.ents[c.To]
