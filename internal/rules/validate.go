@@ -67,6 +67,9 @@ func newValidator(f *File) *validator {
 		info := &entityInfo{e: e, tmpl: map[string]*keys.Template{}, bad: map[string]error{},
 			vars: map[string]bool{}, has: map[string]bool{}, decl: map[string]bool{}}
 		for _, k := range keyOrder(e) {
+			if !f.Table.IsKeyAttribute(k) {
+				continue // reported by checkEntities; it is no key, so it recognises nothing
+			}
 			info.has[k] = true
 			t, err := keys.Parse(e.Keys[k])
 			if err != nil {
@@ -185,6 +188,10 @@ func (v *validator) checkEntities() {
 			}
 			if err, bad := info.bad[k]; bad {
 				v.add(pos, ctx, "bad %s template: %v", k, err)
+				continue
+			}
+			if e.Keys[k] == "" {
+				v.add(pos, ctx, "%s template is empty: write the key's shape, e.g. \"%s#{id}\" or a literal", k, strings.ToUpper(e.Name))
 				continue
 			}
 			if p := info.tmpl[k].Prefix(); strings.HasPrefix(p, ReservedPrefix) {

@@ -212,12 +212,15 @@ func distinctTypes(a, b *Entity) bool {
 func keysOverlap(a, b *entityInfo) bool {
 	common := 0
 	for _, k := range keyOrder(a.e) {
-		if _, ok := b.e.Keys[k]; !ok {
-			continue
-		}
-		ta, tb := a.tmpl[k], b.tmpl[k]
-		if ta == nil || tb == nil {
+		_, badA := a.bad[k]
+		_, badB := b.bad[k]
+		if badA || badB {
 			return false
+		}
+		ta, okA := a.tmpl[k]
+		tb, okB := b.tmpl[k]
+		if !okA || !okB {
+			continue // not declared by both, or no key attribute (reported on the entity)
 		}
 		if !keys.MayOverlap(ta, tb) {
 			return false
@@ -230,8 +233,10 @@ func keysOverlap(a, b *entityInfo) bool {
 func overlapText(a, b *entityInfo) string {
 	var parts []string
 	for _, k := range keyOrder(a.e) {
-		if tb, ok := b.tmpl[k]; ok {
-			parts = append(parts, fmt.Sprintf("%s %q and %q", k, a.tmpl[k].String(), tb.String()))
+		ta, okA := a.tmpl[k]
+		tb, okB := b.tmpl[k]
+		if okA && okB {
+			parts = append(parts, fmt.Sprintf("%s %q and %q", k, ta.String(), tb.String()))
 		}
 	}
 	return "their " + strings.Join(parts, ", ") + " can match the same value"

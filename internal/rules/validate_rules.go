@@ -156,21 +156,21 @@ func (rc ruleCheck) checkCopy(c *Copy) {
 		rc.watch(src, c.Set[t])
 	}
 	rc.option("onSourceDelete", c.OnSourceDelete, onSourceDeleteValues)
+	viaKnown := true
 	if c.Via != "" && c.Via != ViaKey && c.Via != ViaTable {
 		if _, ok := rc.v.f.Table.Index(c.Via); !ok {
-			ways := append([]string{ViaKey, ViaTable}, indexNames(rc.v.f)...)
+			viaKnown = false
+			ways := rc.v.ways()
 			rc.add(rc.pos("copy.via"), "via %q is not key, table or an index of the table%s; use one of: %s",
 				c.Via, suggest(c.Via, ways), strings.Join(ways, ", "))
-			return
 		}
 	}
-	if src == nil || dst == nil {
-		return
+	if src == nil || dst == nil || src.broken() || dst.broken() {
+		return // unknown entities or variables: their problem comes first
 	}
-	if src.broken() || dst.broken() {
-		return // the variables are unknown: the entity's problem comes first
+	if viaKnown {
+		rc.checkCopyVia(c, src, dst)
 	}
-	rc.checkCopyVia(c, src, dst)
 	rc.checkPullOnInsert(src, dst)
 }
 

@@ -223,6 +223,10 @@ entities:
 			{`3:14: entity "User"`, `bad pk template: key template syntax: "USER#{userId": unclosed '{'`},
 			{`3:34: entity "User"`, `variables {x} and {y} touch`},
 		}},
+		{"empty template", `version: 1
+entities:
+  User: {pk: "", sk: PROFILE}
+`, []want{{`3:14: entity "User"`, "pk template is empty"}}},
 		{"type without equals", `version: 1
 entities:
   Task: {pk: "TASK#{taskId}", sk: TASK, type: {attribute: __edd_e__}}
