@@ -544,3 +544,75 @@ func TestConfigFromContext(t *testing.T) {
 		t.Error("dev=maybe accepted")
 	}
 }
+
+// TestFiltersFromRules checks what the compiled filters let through, by evaluating them the
+// way Lambda does for the partition key: rule entities pass, reserved items do not, except
+// the fan-out job items whose records continue a paged fan-out.
+func TestFiltersFromRules(t *testing.T) {
+	if len(fixture.FilterPatterns) == 0 {
+		t.Fatal("the fixture's rules compile to no event filters: every record would reach the function")
+	}
+	for pk, want := range map[string]bool{
+		"USER#u1":             true, // User: source of comment-author
+		"POST#p1":             true, // Post and Comment
+		"_dn#job#123":         true, // fan-out continuation
+		"_dn#marker#evt-1":    false,
+		"_dn#wm#POST#p1":      false,
+		"GROUP#g1":            false, // no rule reads it in the fixture
+		"user#u1":             false, // prefixes are case-sensitive
+		"":                    false,
+		"_dn#jobless-but-not": false,
+	} {
+		got := false
+		for _, p := range fixture.FilterPatterns {
+			if matchesPK(t, p, "pk", pk) {
+				got = true
+			}
+		}
+		if got != want {
+			t.Errorf("pk %q passes the filters: %v, want %v (filters %q)", pk, got, want, fixture.FilterPatterns)
+		}
+	}
+}
+
+// matchesPK evaluates pattern against a record whose only field is dynamodb.Keys.<attr>.S
+// = value. It understands what the rules compiler emits (literals, prefix, anything-but
+// with values) and fails the test on anything else.
+func matchesPK(t *testing.T, pattern, attr, value string) bool {
+	t.Helper()
+	var p struct {
+		Dynamodb struct {
+			Keys map[string]struct{ S []any }
+		}
+	}
+	if err := json.Unmarshal([]byte(pattern), &p); err != nil {
+		t.Fatalf("pattern %s: %v", pattern, err)
+	}
+	key, ok := p.Dynamodb.Keys[attr]
+	if !ok || len(p.Dynamodb.Keys) != 1 {
+		t.Fatalf("pattern %s does not filter on dynamodb.Keys.%s alone", pattern, attr)
+	}
+	for _, v := range key.S {
+		switch v := v.(type) {
+		case string:
+			if v == value {
+				return true
+			}
+		case map[string]any:
+			if pre, ok := v["prefix"].(string); ok && len(v) == 1 {
+				if strings.HasPrefix(value, pre) {
+					return true
+				}
+				continue
+			}
+			if list, ok := v["anything-but"].([]any); ok && len(v) == 1 {
+				if !slices.Contains(list, any(value)) {
+					return true
+				}
+				continue
+			}
+			t.Fatalf("pattern %s: operator %v not understood by this test", pattern, v)
+		}
+	}
+	return false
+}
