@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -27,6 +28,8 @@ var (
 	app       awscdk.App
 	prod, dev assertions.Template
 	fixture   compiledRules // what the stack was built from, to compare against
+	// codeDirForTests holds the dummy bootstrap.
+	codeDirForTests string
 )
 
 func TestMain(m *testing.M) {
@@ -36,6 +39,7 @@ func TestMain(m *testing.M) {
 		os.Setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 	}
 	code, err := setup()
+	codeDirForTests = code
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)
 		jsii.Close()
@@ -65,16 +69,22 @@ func setup() (codeDir string, err error) {
 		return codeDir, err
 	}
 	app = awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
-	prodStack, _, err := NewDenormStack(app, "Prod", StackConfig{RulesFile: fixtureRules, CodeDir: codeDir}, nil)
-	if err != nil {
+	if _, _, err := NewDenormStack(app, "Prod", StackConfig{RulesFile: fixtureRules, CodeDir: codeDir}, nil); err != nil {
 		return codeDir, err
 	}
-	devStack, _, err := NewDenormStack(app, "Dev", StackConfig{RulesFile: fixtureRules, CodeDir: codeDir, Dev: true, Architecture: "x86_64"}, nil)
-	if err != nil {
+	devCfg := StackConfig{RulesFile: fixtureRules, CodeDir: codeDir, Dev: true, Architecture: "x86_64"}
+	if _, _, err := NewDenormStack(app, "Dev", devCfg, nil); err != nil {
 		return codeDir, err
 	}
-	prod = assertions.Template_FromStack(prodStack, nil)
-	dev = assertions.Template_FromStack(devStack, nil)
+	// One synth for both (Template_FromStack would synthesize the app once per stack).
+	assembly := app.Synth(nil)
+	template := func(stack string) assertions.Template {
+		b, _ := json.Marshal(assembly.GetStackByName(jsii.String(stack)).Template())
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return assertions.Template_FromJSON(&m, nil)
+	}
+	prod, dev = template("Prod"), template("Dev")
 	return codeDir, nil
 }
 
@@ -517,6 +527,7 @@ func TestStackErrors(t *testing.T) {
 	}{
 		{"no bootstrap", StackConfig{RulesFile: fixtureRules, CodeDir: t.TempDir()}, "run `make build` first"},
 		{"no rules file", StackConfig{RulesFile: "testdata/missing.yaml", CodeDir: t.TempDir()}, "reading rules file"},
+		{"invalid rules", StackConfig{RulesFile: "testdata/invalid.yaml", CodeDir: t.TempDir()}, "testdata/invalid.yaml:"},
 		{"bad architecture", StackConfig{RulesFile: fixtureRules, CodeDir: t.TempDir(), Architecture: "mips"}, "want arm64 or x86_64"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -526,6 +537,26 @@ func TestStackErrors(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestTooManyFiltersFailsSynth: more filters than the mapping may have stop the construct
+// with the reason, and nothing is added to the tree.
+func TestTooManyFiltersFailsSynth(t *testing.T) {
+	stack := awscdk.NewStack(awscdk.NewApp(nil), jsii.String("Filters"), nil)
+	pattern := `{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"USER#"}]}}}}`
+	_, err := denormcdk.New(stack, "Denorm", denormcdk.Props{
+		Table: fixture.Table, RulesFile: fixtureRules, CodeDir: codeDirForTests,
+		FilterPatterns: slices.Repeat([]string{pattern}, denormcdk.DefaultMaxFilters+1),
+	})
+	if !errors.Is(err, denormcdk.ErrTooManyFilters) {
+		t.Fatalf("error %v, want ErrTooManyFilters", err)
+	}
+	if !strings.Contains(err.Error(), "need 6 event filters") {
+		t.Errorf("error %q does not say how many filters the rules need", err)
+	}
+	if n := len(*stack.Node().Children()); n != 0 {
+		t.Errorf("%d constructs added to the stack despite the error", n)
 	}
 }
 
