@@ -22,11 +22,7 @@ type compiledRules struct {
 // function would reject: an invalid file fails the synth with every problem and its
 // file:line:column.
 func loadRules(path string) (compiledRules, error) {
-	f, err := rules.Load(path)
-	if err != nil {
-		return compiledRules{}, err
-	}
-	set, err := rules.Compile(f)
+	set, err := rules.LoadSet(path)
 	if err != nil {
 		return compiledRules{}, err
 	}

@@ -95,7 +95,7 @@ func Compile(f *File) (*Set, error) {
 	return s, nil
 }
 
-// Load reads, validates and compiles a rules file.
+// LoadSet reads, validates and compiles a rules file.
 func LoadSet(path string) (*Set, error) {
 	f, err := Load(path)
 	if err != nil {

@@ -20,7 +20,8 @@ const JobPrefix = ReservedPrefix + "#job#"
 // FilterPatterns returns the Lambda FilterCriteria patterns that let through exactly the
 // records that can trigger a rule: items of a rule's source entity (copy targets too, which
 // pull their copy on insert) and fan-out job items. Reserved items (markers, watermarks)
-// never pass. It fails when the patterns exceed the service's limits.
+// never pass. It returns no patterns (no filtering) when some entity's partition key starts
+// with a variable, and fails when the patterns exceed the service's limits.
 func (s *Set) FilterPatterns() ([]string, error) {
 	prefixes := map[string]bool{JobPrefix: true}
 	open := false // some entity's partition key starts with a variable: no prefix to filter on
@@ -39,11 +40,10 @@ func (s *Set) FilterPatterns() ([]string, error) {
 	}
 	pk := s.Table.PartitionKey
 	if open {
-		// Everything but reserved items, plus the job items.
-		return []string{
-			pattern(pk, []any{map[string]any{"anything-but": map[string]any{"prefix": ReservedPrefix}}}),
-			pattern(pk, []any{map[string]any{"prefix": JobPrefix}}),
-		}, nil
+		// Lambda's filter syntax has no "anything but this prefix", so with an entity whose
+		// partition key starts with a variable nothing can be filtered: every record reaches
+		// the function, which ignores reserved items itself.
+		return nil, nil
 	}
 	// Drop prefixes covered by a shorter one; sort for a stable template.
 	var list []string
