@@ -87,8 +87,8 @@ type Config struct {
 	// CheckpointFile keeps the last processed sequence number of every shard across restarts.
 	// Empty: the checkpoint lives in memory only.
 	CheckpointFile string
-	// PollInterval is the pause between reads of a shard that returned nothing: default 200ms.
-	// Shards are re-described every 10 intervals (at least 1s apart in AWS terms: it is local).
+	// PollInterval is the pause between reads of a shard that returned nothing: default
+	// 200ms. The stream is re-described every 10 intervals to find new shards.
 	PollInterval time.Duration
 	// RetryBackoff is the pause before the first retry of a failed batch, doubled per retry up
 	// to 2s: default 50ms (Lambda's own backoff is seconds; locally we want fast tests).

@@ -79,9 +79,11 @@ func (f *Function) spawn() (*environment, error) {
 		for _, w := range env.out {
 			w.flush()
 		}
+		// Log before signalling: once exited is closed, Close may return and the caller's
+		// logger may be gone (a finished test's).
+		f.log.Debug("runtimeapi: process ended", "pid", cmd.Process.Pid, "status", env.exitErr)
 		close(env.exited)
 		env.closeServer()
-		f.log.Debug("runtimeapi: process ended", "pid", cmd.Process.Pid, "status", env.exitErr)
 	}()
 	return env, nil
 }

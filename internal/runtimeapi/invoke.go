@@ -11,6 +11,9 @@ import (
 // invocation gets a new process, as Lambda starts a new execution environment. Cancelling
 // ctx abandons the invocation and stops the process, since it may still be running it.
 func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	if len(payload) > MaxPayload {
+		return nil, fmt.Errorf("%w: %d bytes", ErrPayloadTooLarge, len(payload))
+	}
 	f.invoking.Lock()
 	defer f.invoking.Unlock()
 	inv := newInvocation(payload)

@@ -20,7 +20,8 @@ const (
 	DefaultTimeout     = 30 * time.Second
 	DefaultInitTimeout = 10 * time.Second
 	DefaultMemoryMB    = 128
-	// MaxResponse is Lambda's limit for a synchronous invocation's response.
+	// MaxPayload and MaxResponse are Lambda's limits for a synchronous invocation.
+	MaxPayload  = 6 * 1024 * 1024
 	MaxResponse = 6 * 1024 * 1024
 )
 
@@ -58,6 +59,8 @@ var (
 	ErrExited = errors.New("runtimeapi: function process exited")
 	// ErrClosed: the Function was closed.
 	ErrClosed = errors.New("runtimeapi: function closed")
+	// ErrPayloadTooLarge: the request exceeds MaxPayload; Lambda refuses it unseen.
+	ErrPayloadTooLarge = errors.New("runtimeapi: request payload exceeds 6 MB")
 )
 
 // FunctionError is a failed invocation, as Lambda reports it: the function's errorType and

@@ -127,6 +127,9 @@ func TestRoundTrip(t *testing.T) {
 	if again := invocationContext(t, f).Pid; again != pid {
 		t.Errorf("process %d replaced by %d between successful invocations", pid, again)
 	}
+	if _, err := f.Invoke(context.Background(), make([]byte, MaxPayload+1)); !errors.Is(err, ErrPayloadTooLarge) {
+		t.Errorf("oversized payload: %v, want ErrPayloadTooLarge", err)
+	}
 	f.Close() // output is copied from pipes: complete once the process is gone
 	if n := strings.Count(out.String(), "echofn: invoked"); n != 5 {
 		t.Errorf("function output has %d invocation lines, want 5:\n%s", n, out)
