@@ -17,6 +17,8 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	f.invoking.Lock()
 	defer f.invoking.Unlock()
 	inv := newInvocation(payload)
+	timer := time.NewTimer(f.cfg.Timeout)
+	defer timer.Stop()
 	var env *environment
 	// A process that ends before taking the invocation (it panicked on the previous one and
 	// is on its way out) costs nothing: the invocation goes to a fresh one.
@@ -25,7 +27,10 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The clock starts after init, as Lambda does not count a cold start against the
+		// timeout; a process that does not ask for work in time times out like a slow one.
 		inv.deadline = time.Now().Add(f.cfg.Timeout)
+		timer.Reset(f.cfg.Timeout)
 		select {
 		case e.next <- inv:
 			env = e
@@ -34,6 +39,8 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 			if attempt > 0 {
 				return nil, e.exitError(inv.id)
 			}
+		case <-timer.C:
+			return nil, f.timedOut(e, inv)
 		case <-f.closing:
 			return nil, ErrClosed
 		case <-ctx.Done():
@@ -41,8 +48,6 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		}
 	}
 
-	timer := time.NewTimer(time.Until(inv.deadline))
-	defer timer.Stop()
 	select {
 	case r := <-inv.result:
 		return r.body, r.err
@@ -55,18 +60,24 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		f.drop(env)
 		return nil, env.exitError(inv.id)
 	case <-timer.C:
-		f.log.Warn("runtimeapi: invocation timed out; stopping the process", "requestId", inv.id, "timeout", f.cfg.Timeout)
-		f.drop(env)
-		return nil, &FunctionError{
-			Type:    "Sandbox.Timedout",
-			Message: fmt.Sprintf("RequestId: %s Error: Task timed out after %.2f seconds", inv.id, f.cfg.Timeout.Seconds()),
-			cause:   ErrTimeout,
-		}
+		return nil, f.timedOut(env, inv)
 	case <-f.closing:
 		return nil, ErrClosed
 	case <-ctx.Done():
 		f.drop(env)
 		return nil, ctx.Err()
+	}
+}
+
+// timedOut stops the process still running inv (Lambda ends the environment) and returns
+// the timeout error.
+func (f *Function) timedOut(env *environment, inv *invocation) error {
+	f.log.Warn("runtimeapi: invocation timed out; stopping the process", "requestId", inv.id, "timeout", f.cfg.Timeout)
+	f.drop(env)
+	return &FunctionError{
+		Type:    "Sandbox.Timedout",
+		Message: fmt.Sprintf("RequestId: %s Error: Task timed out after %.2f seconds", inv.id, f.cfg.Timeout.Seconds()),
+		cause:   ErrTimeout,
 	}
 }
 
