@@ -2,7 +2,9 @@ package esm
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -185,5 +187,39 @@ func TestPayloadLimit(t *testing.T) {
 	}
 	if st := m.Stats(); st.Records != 5 || st.Batches != 2 {
 		t.Errorf("stats %+v, want 5 records in 2 batches", st)
+	}
+}
+
+// Cancelling Run stops every shard goroutine, saves the checkpoint and returns nil; a
+// Mapping does not run twice.
+func TestRunStopsCleanly(t *testing.T) {
+	goroutines := runtime.NumGoroutine()
+	f := newFakeStream()
+	f.add("a", "", time.Now(), "a-1")
+	f.add("b", "", time.Now(), "b-1")
+	cfg := fakeConfig(t)
+	cfg.CheckpointFile = filepath.Join(t.TempDir(), "ckpt.json")
+	m, err := New(f, (&seen{}).handler(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, m)
+	drainFake(t, m)
+	stop() // fails the test if Run returned an error
+	if err := m.Run(context.Background()); err == nil {
+		t.Error("second Run succeeded")
+	}
+	if err := m.Drain(context.Background(), time.Millisecond); !errors.Is(err, ErrStopped) {
+		t.Errorf("Drain after Run: %v, want ErrStopped", err)
+	}
+	if cp := readCheckpoint(t, cfg.CheckpointFile); len(cp.Shards) != 2 || cp.StreamARN != fakeARN {
+		t.Errorf("checkpoint %+v, want both shards", cp)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && runtime.NumGoroutine() > goroutines {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > goroutines {
+		t.Errorf("%d goroutines after Run returned, %d before", n, goroutines)
 	}
 }
