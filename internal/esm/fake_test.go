@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/smithy-go"
 )
 
 // fakeStream is an in-memory DynamoDB stream for what DynamoDB Local cannot be made to do
@@ -21,9 +22,10 @@ type fakeStream struct {
 	arn    string
 	shards []*fakeShard
 	seq    int
-	// expire makes the n-th GetRecords call (1-based) on a shard fail with an expired iterator.
-	expire map[string]int
-	calls  map[string]int
+	// expire and invalid make the n-th GetRecords call (1-based) on a shard fail with an
+	// expired iterator, or with the ValidationException DynamoDB Local gives for a bad one.
+	expire, invalid map[string]int
+	calls           map[string]int
 }
 
 type fakeShard struct {
@@ -35,7 +37,7 @@ type fakeShard struct {
 const fakeARN = "arn:aws:dynamodb:us-east-1:000000000000:table/fake/stream/2024-01-01T00:00:00.000"
 
 func newFakeStream() *fakeStream {
-	return &fakeStream{arn: fakeARN, expire: map[string]int{}, calls: map[string]int{}}
+	return &fakeStream{arn: fakeARN, expire: map[string]int{}, invalid: map[string]int{}, calls: map[string]int{}}
 }
 
 // add appends a shard, or records to one, creating it open under parent.
@@ -139,6 +141,9 @@ func (f *fakeStream) GetRecords(_ context.Context, in *dynamodbstreams.GetRecord
 	f.calls[id]++
 	if f.expire[id] == f.calls[id] {
 		return nil, &types.ExpiredIteratorException{Message: aws.String("expired")}
+	}
+	if f.invalid[id] == f.calls[id] {
+		return nil, &smithy.GenericAPIError{Code: "ValidationException", Message: "Invalid ShardIterator"}
 	}
 	end := min(len(s.records), pos+int(aws.ToInt32(in.Limit)))
 	out := &dynamodbstreams.GetRecordsOutput{Records: s.records[pos:end]}

@@ -56,7 +56,7 @@ func drainFake(t *testing.T, m *Mapping) {
 
 // A child shard starts only after its parent is read to its end, whatever order
 // DescribeStream lists them in; unrelated shards run meanwhile; shards found later are
-// picked up; an expired iterator resumes after the last record read.
+// picked up; an expired or rejected iterator resumes after the last record read.
 func TestShardLineage(t *testing.T) {
 	now := time.Now()
 	f := newFakeStream()
@@ -64,7 +64,8 @@ func TestShardLineage(t *testing.T) {
 	f.add("parent", "", now, "parent-1", "parent-2", "parent-3")
 	f.add("other", "", now, "other-1", "other-2")
 	f.close("parent")
-	f.expire["child"] = 2 // after the first batch
+	f.expire["child"] = 2  // after the first batch
+	f.invalid["other"] = 2 // likewise
 	s := &seen{}
 	m := start(t, f, s.handler(), fakeConfig(t))
 	drainFake(t, m)

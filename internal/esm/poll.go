@@ -228,12 +228,14 @@ func (m *Mapping) prepare(r types.Record) (p pending, keep bool, err error) {
 }
 
 // readFailed handles a GetRecords error: an expired iterator is renewed after the last
-// record read, trimmed data restarts at the trim horizon, anything else is retried after
-// a pause.
+// record read, trimmed data restarts at the trim horizon, throttling is retried after a
+// pause, and anything else also renews the iterator after the pause (DynamoDB Local answers
+// an unusable iterator with a ValidationException, which retrying it would repeat forever).
 func (w *worker) readFailed(ctx context.Context, err error) error {
 	var expired *types.ExpiredIteratorException
 	var trimmed *types.TrimmedDataAccessException
 	var gone *types.ResourceNotFoundException
+	var throttled *types.LimitExceededException
 	switch {
 	case errors.As(err, &expired):
 		w.m.log.Debug("esm: shard iterator expired; renewing", "shard", w.id, "after", w.pos)
@@ -244,6 +246,8 @@ func (w *worker) readFailed(ctx context.Context, err error) error {
 		return nil
 	case errors.As(err, &gone):
 		return errShardGone
+	case !errors.As(err, &throttled):
+		w.iter = nil
 	}
 	w.m.log.Warn("esm: reading shard", "shard", w.id, "error", err)
 	return sleep(ctx, w.m.cfg.PollInterval)
