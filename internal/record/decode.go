@@ -39,6 +39,7 @@ type DecodeError struct {
 	Err     error // the underlying cause, if any
 }
 
+// Error reads "record <eventID>: <path>: <what is wrong>[: <cause>]".
 func (e *DecodeError) Error() string {
 	var b strings.Builder
 	b.WriteString("record ")
@@ -1057,6 +1058,10 @@ func (s *scanner) str() (string, *fault) {
 	start := s.i + 1
 	for i := start; i < len(s.s); {
 		c := s.s[i]
+		if plainByte[c] {
+			i++
+			continue
+		}
 		switch {
 		case c == '"':
 			s.i = i + 1
@@ -1066,8 +1071,6 @@ func (s *scanner) str() (string, *fault) {
 		case c < 0x20:
 			s.i = i
 			return "", s.syntax("control character in string")
-		case c < utf8.RuneSelf:
-			i++
 		default:
 			r, n := utf8.DecodeRuneInString(s.s[i:])
 			if r == utf8.RuneError && n == 1 {
@@ -1080,6 +1083,15 @@ func (s *scanner) str() (string, *fault) {
 	s.i = len(s.s)
 	return "", s.syntax("unexpected end of input in string")
 }
+
+// plainByte marks the bytes a string's fast path passes over: printable ASCII other than
+// '"' and '\\'. One table load per byte instead of four comparisons.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // strEscaped finishes a string with escapes the way encoding/json does (a lone surrogate
 // becomes U+FFFD).
