@@ -1,0 +1,246 @@
+package ops
+
+import (
+	"sort"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/table"
+)
+
+// Kind says how a target differs from what its rule expects.
+type Kind string
+
+// Kinds of drift.
+const (
+	Differs Kind = "differs" // attributes differ
+	Missing Kind = "missing" // the item should exist and does not
+	Extra   Kind = "extra"   // the item exists and should not
+)
+
+// AttrDiff is one attribute that differs (nil: absent).
+type AttrDiff struct {
+	Name      string
+	Got, Want types.AttributeValue
+}
+
+// Drift is one target item that does not hold what its rule says.
+type Drift struct {
+	Rule  int // index into the Evaluator's rules
+	Kind  Kind
+	Key   plan.Key
+	Attrs []AttrDiff
+	// Got is the target as scanned (nil when missing): repairs are conditional on it.
+	Got record.Item
+	// Source is the copy or mirror source that decides the target, when known.
+	Source    plan.Key
+	HasSource bool
+	// Values are a copy source's values as scanned (SourceFound false: no source).
+	Values      CopyValues
+	SourceFound bool
+	// Want is the expected mirror item (nil: no mirror should be there).
+	Want record.Item
+	// Total is a counter's true value.
+	Total plan.Number
+}
+
+// Seen is the counter and mirror targets the second pass met, per rule.
+type Seen []map[plan.Key]bool
+
+// NewSeen returns an empty Seen for ev's rules.
+func (ev *Evaluator) NewSeen() Seen {
+	s := make(Seen, len(ev.rules))
+	for i := range s {
+		s[i] = map[plan.Key]bool{}
+	}
+	return s
+}
+
+// Merge adds o into s.
+func (s Seen) Merge(o Seen) {
+	for i := range s {
+		for k := range o[i] {
+			s[i][k] = true
+		}
+	}
+}
+
+// Checked is what the second pass found for one item.
+type Checked struct {
+	Rules    []int // the rules item is a target of
+	Drifts   []Drift
+	Problems []Problem
+}
+
+// Check compares item, as a target of the rules in which, with what the sources expect,
+// and marks it seen.
+func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) Checked {
+	var out Checked
+	name := w.entity(item)
+	if name == "" {
+		return out
+	}
+	spec := w.ev.spec
+	key := itemKey(spec, item)
+	for _, i := range which {
+		r := w.ev.rules[i].r
+		if r.Target.Name != name {
+			continue
+		}
+		out.Rules = append(out.Rules, i)
+		switch r.Kind {
+		case rules.KindCopy:
+			rp, err := w.insert(i, item)
+			if err != nil {
+				out.Problems = append(out.Problems, Problem{Rule: i, Key: key, Msg: "finding the source: " + err.Error()})
+				continue
+			}
+			for _, p := range rp.Pulls {
+				vals, found := exp.Copies[i][p.Source]
+				attrs, del := copyDiff(r, item, vals, found)
+				d := Drift{Rule: i, Kind: Differs, Key: key, Attrs: attrs, Got: item, Source: p.Source, HasSource: true,
+					Values: vals, SourceFound: found}
+				if del {
+					d.Kind = Extra
+				}
+				if del || len(attrs) > 0 {
+					out.Drifts = append(out.Drifts, d)
+				}
+			}
+		case rules.KindMirror:
+			seen[i][key] = true
+			want, ok := exp.Mirrors[i][key]
+			d := Drift{Rule: i, Kind: Differs, Key: key, Got: item, Source: want.Source, HasSource: ok, Want: want.Item}
+			if !ok {
+				d.Kind = Extra
+				d.Source, d.HasSource = w.mirrorSource(i, item)
+			} else if d.Attrs = mirrorDiff(spec, r, item, want.Item); len(d.Attrs) == 0 {
+				continue
+			}
+			out.Drifts = append(out.Drifts, d)
+		default:
+			seen[i][key] = true
+			total := exp.Totals[i][key]
+			if a, drift := counterDiff(r, item, total); drift {
+				out.Drifts = append(out.Drifts, Drift{Rule: i, Kind: Differs, Key: key, Attrs: []AttrDiff{a}, Got: item, Total: total})
+			}
+		}
+	}
+	return out
+}
+
+// MissingTargets is, per rule, how many counter totals belong to targets that do not
+// exist and are not created (missingTarget: skip): the stream processor drops their deltas.
+type MissingTargets []int64
+
+// Missing returns the drift of targets the second pass did not meet: mirrors that should
+// exist, and counter targets with a non-zero total that the rule creates when missing.
+func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen) ([]Drift, MissingTargets) {
+	var out []Drift
+	skipped := make(MissingTargets, len(ev.rules))
+	for _, i := range which {
+		r := ev.rules[i].r
+		switch r.Kind {
+		case rules.KindMirror:
+			for k, want := range exp.Mirrors[i] {
+				if !seen[i][k] {
+					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Source: want.Source, HasSource: true, Want: want.Item})
+				}
+			}
+		case rules.KindCount, rules.KindSum:
+			for k, total := range exp.Totals[i] {
+				if seen[i][k] || total.IsZero() {
+					continue
+				}
+				if r.Agg.MissingTarget != rules.MissingCreate {
+					skipped[i]++
+					continue
+				}
+				out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Total: total,
+					Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: numberAV(total)}}})
+			}
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Rule != out[b].Rule {
+			return out[a].Rule < out[b].Rule
+		}
+		return keyLess(out[a].Key, out[b].Key)
+	})
+	return out, skipped
+}
+
+func keyLess(a, b plan.Key) bool {
+	if a.PK != b.PK {
+		return a.PK < b.PK
+	}
+	return a.SK < b.SK
+}
+
+// copyDiff compares a copy target with its source's values (found false: no source, and
+// the rule's onSourceDelete decides). del means the target should not exist.
+func copyDiff(r *rules.CompiledRule, target record.Item, vals CopyValues, found bool) (attrs []AttrDiff, del bool) {
+	if !found {
+		switch r.Copy.OnSourceDelete {
+		case rules.OnDeleteDelete:
+			return nil, true
+		case rules.OnDeleteRemove:
+			for _, t := range r.Copy.SetOrder {
+				if got, ok := target[t]; ok {
+					attrs = append(attrs, AttrDiff{Name: t, Got: got})
+				}
+			}
+		}
+		return attrs, false
+	}
+	for _, t := range r.Copy.SetOrder {
+		if got, want := target[t], vals[t]; !plan.Equal(got, want) {
+			attrs = append(attrs, AttrDiff{Name: t, Got: got, Want: want})
+		}
+	}
+	return attrs, false
+}
+
+// mirrorDiff compares a mirror with the expected item: the attributes the stream
+// processor writes (keys rendered from the source, the type attribute, the listed
+// attributes). Other attributes (copies by other rules) are not the mirror's business.
+func mirrorDiff(spec table.Spec, r *rules.CompiledRule, got, want record.Item) []AttrDiff {
+	var attrs []AttrDiff
+	for _, k := range sortedAttrs(want) {
+		if k == spec.PartitionKey || k == spec.SortKey {
+			continue
+		}
+		if !plan.Equal(got[k], want[k]) {
+			attrs = append(attrs, AttrDiff{Name: k, Got: got[k], Want: want[k]})
+		}
+	}
+	for _, a := range r.Mirror.Attributes {
+		if _, ok := want[a]; !ok && got[a] != nil {
+			attrs = append(attrs, AttrDiff{Name: a, Got: got[a]})
+		}
+	}
+	return attrs
+}
+
+// counterDiff compares a counter target's attribute with its true total. An absent
+// attribute is right for a zero total.
+func counterDiff(r *rules.CompiledRule, target record.Item, total plan.Number) (AttrDiff, bool) {
+	attr := r.Agg.Attribute
+	got := target[attr]
+	if got == nil && total.IsZero() {
+		return AttrDiff{}, false
+	}
+	if n, ok := got.(*types.AttributeValueMemberN); ok {
+		if v, err := plan.ParseNumber(n.Value); err == nil && v.Sub(total).IsZero() {
+			return AttrDiff{}, false
+		}
+	}
+	return AttrDiff{Name: attr, Got: got, Want: numberAV(total)}, true
+}
+
+func numberAV(n plan.Number) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: n.String()}
+}

@@ -1,0 +1,285 @@
+package ops
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/record"
+)
+
+// checkpointVersion changes when the file's meaning does.
+const checkpointVersion = 1
+
+// state is a run's progress: per round (a level of rules), per pass, per scan segment, where
+// the scan stopped and whether it finished, with what the pages so far produced (the first
+// pass's partial expectations, the second pass's seen targets and counts). It is what the
+// checkpoint file holds, so an interrupted run resumes each unfinished segment at its last
+// key and skips finished ones.
+type state struct {
+	Version  int           `json:"version"`
+	Table    string        `json:"table"`
+	RulesID  string        `json:"rules"`
+	Segments int           `json:"segments"`
+	Repair   bool          `json:"repair"`
+	Rounds   []*roundState `json:"rounds"`
+}
+
+type roundState struct {
+	Rules []string `json:"rules"`
+	// Passes[0] reads sources, Passes[1] checks (and repairs) targets.
+	Passes [2][]*segState `json:"passes"`
+	// Final is the count of the missing-target phase, recorded when the round is done.
+	Final map[string]*RuleStats `json:"final,omitempty"`
+	Done  bool                  `json:"done"`
+}
+
+// segState is one segment of one pass. Its worker updates it under mu after each page.
+type segState struct {
+	mu       sync.Mutex
+	LastKey  itemJSON              `json:"lastKey,omitempty"`
+	Done     bool                  `json:"done"`
+	Scanned  int64                 `json:"scanned"`
+	Stats    map[string]*RuleStats `json:"stats,omitempty"`
+	Expect   *expectJSON           `json:"expect,omitempty"`
+	Seen     map[string][]keyJSON  `json:"seen,omitempty"`
+	exp      *Expected             // pass 1: partial expectations (live form of Expect)
+	seen     Seen                  // pass 2: targets met (live form of Seen)
+	ev       *Evaluator
+	restored bool
+}
+
+func (s *segState) MarshalJSON() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	type plain segState
+	c := plain{LastKey: s.LastKey, Done: s.Done, Scanned: s.Scanned, Stats: s.Stats}
+	if s.exp != nil {
+		c.Expect = encodeExpected(s.ev, s.exp)
+	}
+	if s.seen != nil {
+		c.Seen = encodeSeen(s.ev, s.seen)
+	}
+	return json.Marshal(&c)
+}
+
+// newState is a fresh run over rounds.
+func newState(table, rulesID string, segments int, repair bool, ev *Evaluator, rounds [][]int) *state {
+	st := &state{Version: checkpointVersion, Table: table, RulesID: rulesID, Segments: segments, Repair: repair}
+	for _, round := range rounds {
+		rs := &roundState{}
+		for _, i := range round {
+			rs.Rules = append(rs.Rules, ev.rules[i].r.Name)
+		}
+		for p := range rs.Passes {
+			for s := 0; s < segments; s++ {
+				rs.Passes[p] = append(rs.Passes[p], &segState{ev: ev})
+			}
+		}
+		st.Rounds = append(st.Rounds, rs)
+	}
+	return st
+}
+
+// ErrCheckpointMismatch is returned when a checkpoint was written for another table, rules
+// file, segment count or mode: resuming it would mix two runs.
+var ErrCheckpointMismatch = errors.New("checkpoint belongs to another run")
+
+// loadState reads a checkpoint; a missing file gives (nil, nil).
+func loadState(path string, want *state, ev *Evaluator) (*state, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading checkpoint: %w", err)
+	}
+	var st state
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("reading checkpoint %s: %w", path, err)
+	}
+	switch {
+	case st.Version != checkpointVersion:
+		return nil, fmt.Errorf("%w: %s has version %d, want %d", ErrCheckpointMismatch, path, st.Version, checkpointVersion)
+	case st.Table != want.Table || st.RulesID != want.RulesID:
+		return nil, fmt.Errorf("%w: %s is for table %s with rules %s, not table %s with rules %s; delete it to start over",
+			ErrCheckpointMismatch, path, st.Table, st.RulesID, want.Table, want.RulesID)
+	case st.Segments != want.Segments || st.Repair != want.Repair || len(st.Rounds) != len(want.Rounds):
+		return nil, fmt.Errorf("%w: %s was written with %d segments (repair %t, %d rounds), this run has %d (repair %t, %d rounds)",
+			ErrCheckpointMismatch, path, st.Segments, st.Repair, len(st.Rounds), want.Segments, want.Repair, len(want.Rounds))
+	}
+	for r, rs := range st.Rounds {
+		for p := range rs.Passes {
+			if len(rs.Passes[p]) != st.Segments {
+				return nil, fmt.Errorf("%w: %s round %d pass %d has %d segments", ErrCheckpointMismatch, path, r+1, p+1, len(rs.Passes[p]))
+			}
+			for _, s := range rs.Passes[p] {
+				s.ev, s.restored = ev, true
+				if s.Expect != nil {
+					if s.exp, err = decodeExpected(ev, s.Expect); err != nil {
+						return nil, fmt.Errorf("reading checkpoint %s: %w", path, err)
+					}
+					s.Expect = nil
+				}
+				if s.Seen != nil {
+					if s.seen, err = decodeSeen(ev, s.Seen); err != nil {
+						return nil, fmt.Errorf("reading checkpoint %s: %w", path, err)
+					}
+					s.Seen = nil
+				}
+			}
+		}
+	}
+	return &st, nil
+}
+
+// save writes st to path atomically: a temporary file in the same directory, synced, then
+// renamed over the old one, so a crash leaves the old or the new checkpoint, never half.
+func (st *state) save(path string) error {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("encoding checkpoint: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("writing checkpoint: %w", err)
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing checkpoint %s: %w", path, err)
+	}
+	return nil
+}
+
+type keyJSON [2]string
+
+type copyJSON struct {
+	Key    keyJSON  `json:"k"`
+	Values itemJSON `json:"v"`
+}
+
+type mirrorJSON struct {
+	Key    keyJSON  `json:"k"`
+	Source keyJSON  `json:"s"`
+	Item   itemJSON `json:"i"`
+}
+
+type totalJSON struct {
+	Key   keyJSON `json:"k"`
+	Total string  `json:"n"`
+}
+
+// expectJSON is Expected keyed by rule name.
+type expectJSON struct {
+	Copies  map[string][]copyJSON   `json:"copies,omitempty"`
+	Mirrors map[string][]mirrorJSON `json:"mirrors,omitempty"`
+	Totals  map[string][]totalJSON  `json:"totals,omitempty"`
+}
+
+func kj(k plan.Key) keyJSON     { return keyJSON{k.PK, k.SK} }
+func (k keyJSON) key() plan.Key { return plan.Key{PK: k[0], SK: k[1]} }
+
+func encodeExpected(ev *Evaluator, e *Expected) *expectJSON {
+	out := &expectJSON{Copies: map[string][]copyJSON{}, Mirrors: map[string][]mirrorJSON{}, Totals: map[string][]totalJSON{}}
+	for i, rs := range ev.rules {
+		name := rs.r.Name
+		for k, v := range e.Copies[i] {
+			out.Copies[name] = append(out.Copies[name], copyJSON{Key: kj(k), Values: itemJSON(v)})
+		}
+		for k, m := range e.Mirrors[i] {
+			out.Mirrors[name] = append(out.Mirrors[name], mirrorJSON{Key: kj(k), Source: kj(m.Source), Item: itemJSON(m.Item)})
+		}
+		for k, n := range e.Totals[i] {
+			out.Totals[name] = append(out.Totals[name], totalJSON{Key: kj(k), Total: n.String()})
+		}
+	}
+	return out
+}
+
+func (ev *Evaluator) index(name string) (int, error) {
+	for i, rs := range ev.rules {
+		if rs.r.Name == name {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("unknown rule %q", name)
+}
+
+func decodeExpected(ev *Evaluator, j *expectJSON) (*Expected, error) {
+	e := ev.NewExpected()
+	for name, list := range j.Copies {
+		i, err := ev.index(name)
+		if err != nil || e.Copies[i] == nil {
+			return nil, fmt.Errorf("copies of %q: not a copy rule", name)
+		}
+		for _, c := range list {
+			v := record.Item(c.Values)
+			if v == nil {
+				v = record.Item{}
+			}
+			e.Copies[i][c.Key.key()] = v
+		}
+	}
+	for name, list := range j.Mirrors {
+		i, err := ev.index(name)
+		if err != nil || e.Mirrors[i] == nil {
+			return nil, fmt.Errorf("mirrors of %q: not a mirror rule", name)
+		}
+		for _, m := range list {
+			e.Mirrors[i][m.Key.key()] = MirrorWant{Source: m.Source.key(), Item: record.Item(m.Item)}
+		}
+	}
+	for name, list := range j.Totals {
+		i, err := ev.index(name)
+		if err != nil || e.Totals[i] == nil {
+			return nil, fmt.Errorf("totals of %q: not a count or sum rule", name)
+		}
+		for _, t := range list {
+			n, err := plan.ParseNumber(t.Total)
+			if err != nil {
+				return nil, fmt.Errorf("total of %q: %w", name, err)
+			}
+			addTotal(e.Totals[i], t.Key.key(), n)
+		}
+	}
+	return e, nil
+}
+
+func encodeSeen(ev *Evaluator, s Seen) map[string][]keyJSON {
+	out := map[string][]keyJSON{}
+	for i, m := range s {
+		for k := range m {
+			out[ev.rules[i].r.Name] = append(out[ev.rules[i].r.Name], kj(k))
+		}
+	}
+	return out
+}
+
+func decodeSeen(ev *Evaluator, j map[string][]keyJSON) (Seen, error) {
+	s := ev.NewSeen()
+	for name, keys := range j {
+		i, err := ev.index(name)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			s[i][k.key()] = true
+		}
+	}
+	return s, nil
+}

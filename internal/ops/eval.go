@@ -1,0 +1,269 @@
+package ops
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/table"
+)
+
+// Evaluator answers, for any item, what the rules expect of it and of the items it feeds,
+// with exactly the stream processor's semantics: it asks the planner what an INSERT of the
+// item would do. Each rule is compiled into a set of its own so an item one rule cannot
+// evaluate (a key variable missing, a sum value that is not a number) still counts for the
+// others; the planner stops at a record's first error.
+type Evaluator struct {
+	spec   table.Spec
+	rules  []ruleSet
+	levels [][]int
+}
+
+type ruleSet struct {
+	set *rules.Set
+	r   *rules.CompiledRule
+}
+
+// NewEvaluator compiles f's rules, or only the rule named only when it is not empty.
+func NewEvaluator(f *rules.File, only string) (*Evaluator, error) {
+	if _, err := rules.Compile(f); err != nil {
+		return nil, err
+	}
+	ev := &Evaluator{spec: f.Table}
+	var names []string
+	for i := range f.Rules {
+		names = append(names, f.Rules[i].Name)
+		if only != "" && f.Rules[i].Name != only {
+			continue
+		}
+		g := *f
+		g.Rules = []rules.Rule{f.Rules[i]}
+		set, err := rules.Compile(&g)
+		if err != nil {
+			return nil, fmt.Errorf("compiling rule %q alone: %w", f.Rules[i].Name, err)
+		}
+		ev.rules = append(ev.rules, ruleSet{set: set, r: set.Compiled()[0]})
+	}
+	if only != "" && len(ev.rules) == 0 {
+		return nil, fmt.Errorf("no rule %q in %s (rules: %s)", only, f.Path, strings.Join(names, ", "))
+	}
+	ev.levels = levels(ev.rules)
+	return ev, nil
+}
+
+// Rules returns the evaluated rules in file order.
+func (ev *Evaluator) Rules() []*rules.CompiledRule {
+	out := make([]*rules.CompiledRule, len(ev.rules))
+	for i, rs := range ev.rules {
+		out[i] = rs.r
+	}
+	return out
+}
+
+// Levels groups the rules (indexes into Rules) so that a rule comes after every rule whose
+// writes change its sources or create its targets: a mirror creates items that other rules
+// count or copy into, a copy writes attributes a count may filter on. Repairing level by
+// level, each from a fresh scan, reaches the state the stream processor would.
+func (ev *Evaluator) Levels() [][]int { return ev.levels }
+
+// All is every rule in one group (verify without repair needs no order).
+func (ev *Evaluator) All() []int {
+	out := make([]int, len(ev.rules))
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// feeds reports whether a's writes can change what b reads.
+func feeds(a, b *rules.CompiledRule) bool {
+	if a == b {
+		return false
+	}
+	creates := a.Kind == rules.KindMirror || (a.Kind == rules.KindCopy && a.Copy.OnSourceDelete == rules.OnDeleteDelete)
+	if creates && (b.Source.Name == a.Target.Name || b.Target.Name == a.Target.Name) {
+		return true
+	}
+	if b.Source.Name != a.Target.Name {
+		return false
+	}
+	var written []string
+	switch a.Kind {
+	case rules.KindCopy:
+		written = a.Copy.SetOrder
+	case rules.KindCount, rules.KindSum:
+		written = []string{a.Agg.Attribute}
+	}
+	for _, w := range written {
+		for _, x := range b.Watched {
+			if w == x {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// levels is the longest-path layering of the feeds graph. Validation rejects rule cycles;
+// the bound on rounds keeps an unexpected one from looping.
+func levels(rs []ruleSet) [][]int {
+	n := len(rs)
+	lv := make([]int, n)
+	for round := 0; round < n; round++ {
+		changed := false
+		for i := range rs {
+			for j := range rs {
+				if feeds(rs[i].r, rs[j].r) && lv[j] < lv[i]+1 && lv[i]+1 < n {
+					lv[j] = lv[i] + 1
+					changed = true
+				}
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	var out [][]int
+	for l := 0; l < n; l++ {
+		var group []int
+		for i := range rs {
+			if lv[i] == l {
+				group = append(group, i)
+			}
+		}
+		if len(group) > 0 {
+			out = append(out, group)
+		}
+	}
+	return out
+}
+
+// itemKey returns an item's primary key.
+func itemKey(spec table.Spec, item record.Item) plan.Key {
+	var k plan.Key
+	if v, ok := item[spec.PartitionKey].(*types.AttributeValueMemberS); ok {
+		k.PK = v.Value
+	}
+	if v, ok := item[spec.SortKey].(*types.AttributeValueMemberS); ok {
+		k.SK = v.Value
+	}
+	return k
+}
+
+// Worker holds one goroutine's planners (a planner keeps scratch space).
+type Worker struct {
+	ev       *Evaluator
+	planners []*plan.Planner
+}
+
+// NewWorker returns a Worker; use one per goroutine.
+func (ev *Evaluator) NewWorker() *Worker {
+	w := &Worker{ev: ev, planners: make([]*plan.Planner, len(ev.rules))}
+	for i, rs := range ev.rules {
+		w.planners[i] = plan.New(rs.set)
+	}
+	return w
+}
+
+// insert plans rule i for an INSERT of item: what the stream processor does for it.
+func (w *Worker) insert(i int, item record.Item) (plan.RecordPlan, error) {
+	spec := w.ev.spec
+	keys := record.Item{spec.PartitionKey: item[spec.PartitionKey]}
+	if spec.SortKey != "" {
+		keys[spec.SortKey] = item[spec.SortKey]
+	}
+	c := record.Change{EventID: "scan", Seq: "1", Op: record.Insert, Keys: keys, New: item}
+	return w.planners[i].Plan(&c)
+}
+
+// entity returns the name of the entity item belongs to ("" for none or reserved items).
+func (w *Worker) entity(item record.Item) string {
+	if len(w.ev.rules) == 0 {
+		return ""
+	}
+	e, _ := w.ev.rules[0].set.Match(item, nil)
+	if e == nil {
+		return ""
+	}
+	return e.Name
+}
+
+// copyValues returns what copy rule i's targets should hold for source item src (nil: no
+// source), and whether src is one.
+func (w *Worker) copyValues(i int, src record.Item) (CopyValues, bool, error) {
+	if src == nil {
+		return nil, false, nil
+	}
+	rp, err := w.insert(i, src)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, wr := range rp.Writes {
+		return valuesOf(wr.Set), true, nil
+	}
+	for _, f := range rp.FanOuts {
+		return valuesOf(f.Set), true, nil
+	}
+	return nil, false, nil
+}
+
+func valuesOf(set []plan.AttrValue) CopyValues {
+	v := make(CopyValues, len(set))
+	for _, a := range set {
+		v[a.Name] = a.Value
+	}
+	return v
+}
+
+// mirrorOf returns the mirror that rule i keeps for source item src.
+func (w *Worker) mirrorOf(i int, src record.Item) (plan.Key, record.Item, bool, error) {
+	if src == nil {
+		return plan.Key{}, nil, false, nil
+	}
+	rp, err := w.insert(i, src)
+	if err != nil {
+		return plan.Key{}, nil, false, err
+	}
+	for _, wr := range rp.Writes {
+		if wr.Item != nil {
+			return wr.Target, wr.Item, true, nil
+		}
+	}
+	return plan.Key{}, nil, false, nil
+}
+
+// mirrorSource renders, from a mirror target of rule i, the key of the source that would
+// have written it. It fails for mirrors whose variables do not determine their source.
+func (w *Worker) mirrorSource(i int, target record.Item) (plan.Key, bool) {
+	r := w.ev.rules[i].r
+	b, ok := r.Target.Match(target, nil)
+	if !ok {
+		return plan.Key{}, false
+	}
+	var k plan.Key
+	var err error
+	if k.PK, err = b.Render(r.Source.PK); err != nil {
+		return plan.Key{}, false
+	}
+	if r.Source.SK != nil {
+		if k.SK, err = b.Render(r.Source.SK); err != nil {
+			return plan.Key{}, false
+		}
+	}
+	return k, true
+}
+
+// sortedAttrs returns m's names in order, for stable output.
+func sortedAttrs(m record.Item) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,132 @@
+package ops
+
+import (
+	"fmt"
+
+	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// CopyValues is what a copy rule's targets should hold: target attribute -> value. An
+// attribute of the rule missing from the map should be absent (its source lacks it).
+type CopyValues = record.Item
+
+// MirrorWant is the mirror item a source asks for, and that source's key.
+type MirrorWant struct {
+	Source plan.Key
+	Item   record.Item
+}
+
+// Expected is what the first pass learns from the sources, per rule (indexes into the
+// Evaluator's rules; the maps of other kinds are nil).
+type Expected struct {
+	// Copies: source key -> the values its targets should hold.
+	Copies []map[plan.Key]CopyValues
+	// Mirrors: mirror key -> the mirror that should be there.
+	Mirrors []map[plan.Key]MirrorWant
+	// Totals: target key -> the count or sum of its members (zero totals are left out).
+	Totals []map[plan.Key]plan.Number
+}
+
+// NewExpected returns an empty Expected for ev's rules.
+func (ev *Evaluator) NewExpected() *Expected {
+	n := len(ev.rules)
+	e := &Expected{Copies: make([]map[plan.Key]CopyValues, n), Mirrors: make([]map[plan.Key]MirrorWant, n),
+		Totals: make([]map[plan.Key]plan.Number, n)}
+	for i, rs := range ev.rules {
+		switch rs.r.Kind {
+		case rules.KindCopy:
+			e.Copies[i] = map[plan.Key]CopyValues{}
+		case rules.KindMirror:
+			e.Mirrors[i] = map[plan.Key]MirrorWant{}
+		default:
+			e.Totals[i] = map[plan.Key]plan.Number{}
+		}
+	}
+	return e
+}
+
+// Problem is an item a rule cannot evaluate: the stream processor would fail its record too.
+type Problem struct {
+	Rule int
+	Key  plan.Key
+	Msg  string
+}
+
+// Observe adds what item, as a source of the rules in which, asks for.
+func (w *Worker) Observe(item record.Item, which []int, exp *Expected) []Problem {
+	name := w.entity(item)
+	if name == "" {
+		return nil
+	}
+	key := itemKey(w.ev.spec, item)
+	var probs []Problem
+	for _, i := range which {
+		r := w.ev.rules[i].r
+		if r.Source.Name != name {
+			continue
+		}
+		rp, err := w.insert(i, item)
+		if err != nil {
+			probs = append(probs, Problem{Rule: i, Key: key, Msg: err.Error()})
+			continue
+		}
+		switch r.Kind {
+		case rules.KindCopy:
+			for _, wr := range rp.Writes {
+				exp.Copies[i][key] = valuesOf(wr.Set)
+			}
+			for _, f := range rp.FanOuts {
+				exp.Copies[i][key] = valuesOf(f.Set)
+			}
+		case rules.KindMirror:
+			for _, wr := range rp.Writes {
+				if wr.Item == nil {
+					continue
+				}
+				if prev, dup := exp.Mirrors[i][wr.Target]; dup && prev.Source != key {
+					probs = append(probs, Problem{Rule: i, Key: key, Msg: fmt.Sprintf("mirrors to %s %s like %s %s", wr.Target.PK, wr.Target.SK, prev.Source.PK, prev.Source.SK)})
+					continue
+				}
+				exp.Mirrors[i][wr.Target] = MirrorWant{Source: key, Item: wr.Item}
+			}
+		default:
+			for _, d := range rp.Deltas {
+				addTotal(exp.Totals[i], d.Target, d.Amount)
+			}
+		}
+	}
+	return probs
+}
+
+func addTotal(m map[plan.Key]plan.Number, k plan.Key, n plan.Number) {
+	sum := m[k].Add(n)
+	if sum.IsZero() {
+		delete(m, k)
+		return
+	}
+	m[k] = sum
+}
+
+// Merge adds o into e (the partial expectations of scan segments). A mirror key two
+// sources ask for is a problem, reported once.
+func (e *Expected) Merge(o *Expected) []Problem {
+	var probs []Problem
+	for i := range e.Copies {
+		for k, v := range o.Copies[i] {
+			e.Copies[i][k] = v
+		}
+		for k, v := range o.Mirrors[i] {
+			if prev, dup := e.Mirrors[i][k]; dup && prev.Source != v.Source {
+				probs = append(probs, Problem{Rule: i, Key: v.Source, Msg: fmt.Sprintf("mirrors to %s %s like %s %s", k.PK, k.SK, prev.Source.PK, prev.Source.SK)})
+				continue
+			}
+			e.Mirrors[i][k] = v
+		}
+		for k, v := range o.Totals[i] {
+			addTotal(e.Totals[i], k, v)
+		}
+	}
+	return probs
+}

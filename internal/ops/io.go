@@ -1,0 +1,192 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/table"
+)
+
+// API is the part of the DynamoDB client backfill and verify use.
+type API interface {
+	DescribeTable(context.Context, *dynamodb.DescribeTableInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+}
+
+// db does single-item I/O on one table: consistent reads, and writes paced by the
+// write-capacity limiter and retried on throttling.
+type db struct {
+	api   API
+	table string
+	spec  table.Spec
+	lim   *limiter
+
+	mu       sync.Mutex
+	wcu, rcu float64
+	writes   int64
+}
+
+func (d *db) key(k plan.Key) record.Item {
+	m := record.Item{d.spec.PartitionKey: &types.AttributeValueMemberS{Value: k.PK}}
+	if d.spec.SortKey != "" {
+		m[d.spec.SortKey] = &types.AttributeValueMemberS{Value: k.SK}
+	}
+	return m
+}
+
+func (d *db) consumed(write bool, cc *types.ConsumedCapacity) float64 {
+	u := 0.0
+	if cc != nil && cc.CapacityUnits != nil {
+		u = *cc.CapacityUnits
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if write {
+		d.wcu += u
+		d.writes++
+	} else {
+		d.rcu += u
+	}
+	return u
+}
+
+// get reads an item with a consistent read; nil when it does not exist.
+func (d *db) get(ctx context.Context, k plan.Key) (record.Item, error) {
+	var item record.Item
+	err := retry(ctx, "reading "+k.PK+" "+k.SK, func(ctx context.Context) error {
+		out, err := d.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.table), Key: d.key(k),
+			ConsistentRead: aws.Bool(true), ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+		if err != nil {
+			return err
+		}
+		d.consumed(false, out.ConsumedCapacity)
+		item = out.Item
+		return nil
+	})
+	return item, err
+}
+
+// update runs a conditional UpdateItem.
+func (d *db) update(ctx context.Context, k plan.Key, ub expression.UpdateBuilder, cond expression.ConditionBuilder) error {
+	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
+	if err != nil {
+		return fmt.Errorf("building update of %s %s: %w", k.PK, k.SK, err)
+	}
+	return d.write(ctx, "updating "+k.PK+" "+k.SK, func(ctx context.Context) (*types.ConsumedCapacity, error) {
+		out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(d.table), Key: d.key(k),
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+		if out != nil {
+			return out.ConsumedCapacity, err
+		}
+		return nil, err
+	})
+}
+
+// remove runs a conditional DeleteItem.
+func (d *db) remove(ctx context.Context, k plan.Key, cond expression.ConditionBuilder) error {
+	e, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return fmt.Errorf("building delete of %s %s: %w", k.PK, k.SK, err)
+	}
+	return d.write(ctx, "deleting "+k.PK+" "+k.SK, func(ctx context.Context) (*types.ConsumedCapacity, error) {
+		out, err := d.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(d.table), Key: d.key(k),
+			ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+		if out != nil {
+			return out.ConsumedCapacity, err
+		}
+		return nil, err
+	})
+}
+
+// write takes a unit from the limiter, runs op and settles what it consumed. A failed
+// condition is charged one unit, as DynamoDB charges it.
+func (d *db) write(ctx context.Context, what string, op func(context.Context) (*types.ConsumedCapacity, error)) error {
+	return retry(ctx, what, func(ctx context.Context) error {
+		if err := d.lim.Wait(ctx, 1); err != nil {
+			return err
+		}
+		cc, err := op(ctx)
+		if err != nil && isCondFailed(err) {
+			one := 1.0
+			cc = &types.ConsumedCapacity{CapacityUnits: &one}
+		}
+		if cc != nil || err == nil {
+			d.lim.Settle(d.consumed(true, cc) - 1)
+		}
+		return err
+	})
+}
+
+// isCondFailed reports whether err is a failed condition of a single-item write.
+func isCondFailed(err error) bool {
+	var cf *types.ConditionalCheckFailedException
+	return errors.As(err, &cf)
+}
+
+// retryable reports whether err is throttling or a transient service error.
+func retryable(err error) bool {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+			"InternalServerError", "ServiceUnavailable", "TransactionConflictException":
+			return true
+		}
+	}
+	return false
+}
+
+// retry runs op, retrying throttling and transient errors with full-jitter exponential
+// backoff (50 ms doubling to 5 s, 12 attempts) on top of the SDK's own retries: a long
+// backfill must ride out throttling, not stop at it.
+func retry(ctx context.Context, what string, op func(context.Context) error) error {
+	backoff := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := op(ctx)
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) || attempt == 12 {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if err := sleepCtx(ctx, time.Duration(rand.Int64N(int64(backoff)+1))); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if backoff < 5*time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+// raw passes an SDK attribute value through the expression builder unchanged.
+type raw struct{ v types.AttributeValue }
+
+func (r raw) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) { return r.v, nil }
+
+func val(v types.AttributeValue) expression.OperandBuilder { return expression.Value(raw{v}) }
+
+// unchanged is the condition that attribute name still holds v (nil: is still absent).
+func unchanged(name string, v types.AttributeValue) expression.ConditionBuilder {
+	if v == nil {
+		return expression.AttributeNotExists(expression.Name(name))
+	}
+	return expression.Name(name).Equal(expression.Value(raw{v}))
+}

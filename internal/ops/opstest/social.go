@@ -1,0 +1,341 @@
+// Package opstest builds tables for the backfill and verify tests: the social example
+// (rules/social.yaml) with every copy, mirror, count and sum written correct — computed
+// here, independently of the engine — and a way to corrupt a known set of them.
+package opstest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Item is one table item.
+type Item = map[string]types.AttributeValue
+
+// Scale sizes a data set. About Users + 3.75*Posts + Comments + Groups + 2*Memberships +
+// Folders + Files items.
+type Scale struct {
+	Users, Posts, Comments, Groups, Memberships, Folders, Files int
+}
+
+// Small is a few thousand items: what `make test` can afford on two shared cores.
+var Small = Scale{Users: 60, Posts: 200, Comments: 1500, Groups: 20, Memberships: 300, Folders: 20, Files: 400}
+
+// Tiny is for the command's tests.
+var Tiny = Scale{Users: 10, Posts: 20, Comments: 100, Groups: 4, Memberships: 30, Folders: 3, Files: 30}
+
+// Data is a generated table: its items by key, in a stable order.
+type Data struct {
+	items map[[2]string]Item
+	order [][2]string
+	rng   *rand.Rand
+	posts int
+}
+
+// Items returns every item, in generation order.
+func (d *Data) Items() []Item {
+	out := make([]Item, 0, len(d.order))
+	for _, k := range d.order {
+		if it, ok := d.items[k]; ok {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// Len is the number of items.
+func (d *Data) Len() int { return len(d.items) }
+
+// Get returns the item at pk, sk (nil if none).
+func (d *Data) Get(pk, sk string) Item { return d.items[[2]string{pk, sk}] }
+
+func (d *Data) put(it Item) {
+	k := [2]string{str(it["pk"]), str(it["sk"])}
+	if _, ok := d.items[k]; !ok {
+		d.order = append(d.order, k)
+	}
+	d.items[k] = it
+}
+
+func (d *Data) del(pk, sk string) { delete(d.items, [2]string{pk, sk}) }
+
+// keys returns the keys of items whose pk and sk start with the prefixes, in order.
+func (d *Data) keys(pkPrefix, skPrefix string) [][2]string {
+	var out [][2]string
+	for _, k := range d.order {
+		if _, ok := d.items[k]; ok && hasPrefix(k[0], pkPrefix) && hasPrefix(k[1], skPrefix) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func n(v int) types.AttributeValue    { return &types.AttributeValueMemberN{Value: strconv.Itoa(v)} }
+
+func str(v types.AttributeValue) string {
+	if x, ok := v.(*types.AttributeValueMemberS); ok {
+		return x.Value
+	}
+	return ""
+}
+
+func id(prefix string, i int) string { return fmt.Sprintf("%s%04d", prefix, i) }
+
+// Raw returns the sources only, as an application writes them before any rule was applied:
+// users, posts, comments (without copied names), groups, memberships (without group names),
+// folders and files; no mirrors and no counters.
+func Raw(seed uint64, sc Scale) *Data { return build(seed, sc, false) }
+
+// Correct returns the same sources with every rule of rules/social.yaml applied: copies,
+// mirrors and counters hold their true values. Some users and groups are deleted, so copies
+// with onSourceDelete keep stale values, remove drops them, and counts into missing
+// targets are skipped. Some copies carry a version attribute and some counter targets a
+// watermark, as if the stream processor had written them. Reserved items are mixed in.
+func Correct(seed uint64, sc Scale) *Data { return build(seed, sc, true) }
+
+func build(seed uint64, sc Scale, applied bool) *Data {
+	d := &Data{items: map[[2]string]Item{}, rng: rand.New(rand.NewPCG(seed, 0xbacf11)), posts: sc.Posts}
+	rng := d.rng
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	ts := func() string { return base.Add(time.Duration(rng.IntN(86400*60)) * time.Second).Format(time.RFC3339) }
+	userGone := func(u int) bool { return u%13 == 12 }
+	groupGone := func(g int) bool { return g%7 == 6 }
+	userName := func(u int) string { return fmt.Sprintf("User %d", u) }
+	avatar := func(u int) string { return fmt.Sprintf("https://img.example/%s.png", id("u", u)) }
+
+	postCount := map[int]int{}
+	userComments := map[int]int{}
+	postComments := map[int]int{}
+	groupMembers := map[int]int{}
+	for u := 0; u < sc.Users; u++ {
+		if !userGone(u) {
+			d.put(Item{"pk": s("USER#" + id("u", u)), "sk": s("PROFILE"), "name": s(userName(u)), "avatar": s(avatar(u)),
+				"email": s(id("u", u) + "@example.com")})
+		}
+	}
+	for g := 0; g < sc.Groups; g++ {
+		if !groupGone(g) {
+			d.put(Item{"pk": s("GROUP#" + id("g", g)), "sk": s("METADATA"), "name": s(fmt.Sprintf("Group %d", g)),
+				"description": s("about group " + strconv.Itoa(g))})
+		}
+	}
+	for p := 0; p < sc.Posts; p++ {
+		u := rng.IntN(sc.Users)
+		status := "published"
+		if rng.IntN(4) == 0 {
+			status = "draft"
+		}
+		title := fmt.Sprintf("Post %d", p)
+		d.put(Item{"pk": s("POST#" + id("p", p)), "sk": s("METADATA"), "userId": s(id("u", u)), "title": s(title), "status": s(status)})
+		if status == "published" {
+			postCount[u]++
+		}
+		if applied {
+			d.put(Item{"pk": s("USER#" + id("u", u)), "sk": s("POST#" + id("p", p)), "title": s(title), "status": s(status),
+				"_dnv_user-posts": n(1000 + p)})
+		}
+	}
+	for c := 0; c < sc.Comments; c++ {
+		p, u := rng.IntN(sc.Posts-1), rng.IntN(sc.Users) // the last post gets no comments
+		at := ts()
+		it := Item{"pk": s("POST#" + id("p", p)), "sk": s("COMMENT#" + at + "#" + id("c", c)),
+			"gsi1pk": s("USER#" + id("u", u)), "gsi1sk": s("COMMENT#" + at), "text": s(fmt.Sprintf("comment %d", c))}
+		postComments[p]++
+		userComments[u]++
+		if applied {
+			if userGone(u) {
+				it["userName"] = s("Former user") // keep: the last values stay
+			} else {
+				it["userName"], it["userAvatar"] = s(userName(u)), s(avatar(u))
+			}
+			if c%3 == 0 {
+				it["_dnv_comment-author"] = n(5000 + c)
+			}
+		}
+		d.put(it)
+	}
+	for m := 0; m < sc.Memberships; m++ {
+		u, g := rng.IntN(sc.Users), rng.IntN(sc.Groups)
+		mk := [2]string{"USER#" + id("u", u), "GROUP#" + id("g", g)}
+		if _, dup := d.items[mk]; dup {
+			continue
+		}
+		role := []string{"member", "member", "admin"}[rng.IntN(3)]
+		joined := ts()
+		ms := Item{"pk": s(mk[0]), "sk": s(mk[1]), "gsi2pk": s("GROUP#" + id("g", g)), "gsi2sk": s("USER#" + id("u", u)),
+			"role": s(role), "joinedAt": s(joined)}
+		if applied {
+			if !groupGone(g) {
+				ms["groupName"] = s(fmt.Sprintf("Group %d", g)) // remove: a deleted group's name is gone
+			}
+			mb := Item{"pk": s("GROUP#" + id("g", g)), "sk": s("USER#" + id("u", u)), "gsi1pk": s("USER#" + id("u", u)),
+				"gsi1sk": s("MEMBER#" + id("g", g)), "role": s(role), "joinedAt": s(joined), "_dnv_group-members": n(7000 + m)}
+			if userGone(u) {
+				mb["userName"] = s("Former user")
+			} else {
+				mb["userName"] = s(userName(u))
+			}
+			d.put(mb)
+			groupMembers[g]++
+		}
+		d.put(ms)
+	}
+	folderFiles, folderBytes := map[int]int{}, map[int]int{}
+	for f := 0; f < sc.Files; f++ {
+		fo := rng.IntN(sc.Folders)
+		size := rng.IntN(1<<20) + 1
+		d.put(Item{"pk": s("FOLDER#" + id("f", fo)), "sk": s("FILE#" + ts()[:10] + "#" + id("x", f)), "name": s(fmt.Sprintf("file-%d.pdf", f)),
+			"size": n(size)})
+		folderFiles[fo]++
+		folderBytes[fo] += size
+	}
+	for f := 0; f < sc.Folders; f++ {
+		it := Item{"pk": s("FOLDER#" + id("f", f)), "sk": s("METADATA"), "name": s(fmt.Sprintf("Folder %d", f))}
+		if applied && folderFiles[f] > 0 {
+			it["fileCount"], it["totalBytes"] = n(folderFiles[f]), n(folderBytes[f])
+			it["_dn_wm"] = n(900 + f)
+		}
+		d.put(it)
+	}
+	if applied {
+		for u := 0; u < sc.Users; u++ {
+			if it := d.Get("USER#"+id("u", u), "PROFILE"); it != nil {
+				if postCount[u] > 0 {
+					it["postCount"] = n(postCount[u])
+				}
+				if userComments[u] > 0 || u%2 == 0 {
+					it["commentCount"] = n(userComments[u]) // sometimes an explicit 0
+				}
+			}
+		}
+		for p := 0; p < sc.Posts; p++ {
+			it := d.Get("POST#"+id("p", p), "METADATA")
+			if postComments[p] > 0 {
+				it["commentCount"] = n(postComments[p])
+				it["_dn_wm"] = n(100 + p)
+			}
+		}
+		for g := 0; g < sc.Groups; g++ {
+			if it := d.Get("GROUP#"+id("g", g), "METADATA"); it != nil && groupMembers[g] > 0 {
+				it["memberCount"] = n(groupMembers[g])
+			}
+		}
+		// The stream processor's own items: markers and a finished job; no rule reads them.
+		for i := 0; i < 5; i++ {
+			d.put(Item{"pk": s("_dn#m#event" + strconv.Itoa(i)), "sk": s("_dn#m#"), "seq": n(i), "ttl": n(1999999999)})
+		}
+	}
+	return d
+}
+
+// Corruption is what Corrupt changed: the drifted items per rule and the writes that
+// make the table so (items to put whole, keys to delete).
+type Corruption struct {
+	PerRule map[string]int
+	Puts    []Item
+	Deletes [][2]string
+}
+
+// Corrupt damages about rate of each rule's targets (at least one per rule), each in a way
+// that drifts only that rule, and returns what it did. d is changed too.
+func (d *Data) Corrupt(rate float64) Corruption {
+	c := Corruption{PerRule: map[string]int{}}
+	pick := func(keys [][2]string, want func(Item) bool) [][2]string {
+		var ok [][2]string
+		for _, k := range keys {
+			if want == nil || want(d.items[k]) {
+				ok = append(ok, k)
+			}
+		}
+		n := int(float64(len(ok))*rate + 0.5)
+		if n < 1 {
+			n = 1
+		}
+		d.rng.Shuffle(len(ok), func(i, j int) { ok[i], ok[j] = ok[j], ok[i] })
+		if n > len(ok) {
+			n = len(ok)
+		}
+		sort.Slice(ok[:n], func(i, j int) bool { return ok[i][0]+ok[i][1] < ok[j][0]+ok[j][1] })
+		return ok[:n]
+	}
+	change := func(rule string, k [2]string, f func(Item)) {
+		it := d.items[k]
+		f(it)
+		c.Puts = append(c.Puts, it)
+		c.PerRule[rule]++
+	}
+	named := func(it Item) bool { return str(it["userName"]) != "Former user" }
+	for _, k := range pick(d.keys("POST#", "COMMENT#"), named) {
+		change("comment-author", k, func(it Item) {
+			if d.rng.IntN(2) == 0 {
+				it["userName"] = s("Wrong name")
+			} else {
+				delete(it, "userAvatar")
+			}
+		})
+	}
+	for _, k := range pick(d.keys("GROUP#", "USER#"), named) {
+		change("member-name", k, func(it Item) { it["userName"] = s("Wrong name") })
+	}
+	for _, k := range pick(d.keys("GROUP#", "USER#"), nil) {
+		change("group-members", k, func(it Item) { it["role"] = s("owner") })
+	}
+	withGroup := func(it Item) bool { return it["groupName"] != nil }
+	for _, k := range pick(d.keys("USER#", "GROUP#"), withGroup) {
+		change("membership-group-name", k, func(it Item) { it["groupName"] = s("Wrong group") })
+	}
+	for _, k := range d.keys("USER#", "GROUP#") {
+		if !withGroup(d.items[k]) { // a membership of a deleted group: its name must be gone
+			change("membership-group-name", k, func(it Item) { it["groupName"] = s("Deleted group") })
+			break
+		}
+	}
+	posts := pick(d.keys("USER#", "POST#"), nil)
+	for i, k := range posts {
+		if i == 0 && len(posts) > 1 {
+			c.Deletes = append(c.Deletes, k)
+			d.del(k[0], k[1])
+			c.PerRule["user-posts"]++
+			continue
+		}
+		change("user-posts", k, func(it Item) { it["title"] = s("Wrong title") })
+	}
+	orphan := Item{"pk": s("USER#" + id("u", 0)), "sk": s("POST#p9999"), "title": s("Deleted post"), "status": s("published")}
+	d.put(orphan)
+	c.Puts = append(c.Puts, orphan)
+	c.PerRule["user-posts"]++
+	counter := func(rule, pk, sk, attr string) {
+		nonZero := func(it Item) bool {
+			v, ok := it[attr].(*types.AttributeValueMemberN)
+			return ok && v.Value != "0"
+		}
+		for _, k := range pick(d.keys(pk, sk), nonZero) {
+			change(rule, k, func(it Item) {
+				switch d.rng.IntN(3) {
+				case 0:
+					delete(it, attr)
+				case 1:
+					it[attr] = n(0)
+				default:
+					it[attr] = n(7777)
+				}
+			})
+		}
+	}
+	counter("post-comment-count", "POST#", "METADATA", "commentCount")
+	counter("user-post-count", "USER#", "PROFILE", "postCount")
+	counter("group-member-count", "GROUP#", "METADATA", "memberCount")
+	counter("folder-file-count", "FOLDER#", "METADATA", "fileCount")
+	counter("folder-size", "FOLDER#", "METADATA", "totalBytes")
+	counter("user-comment-count", "USER#", "PROFILE", "commentCount")
+	// The last post has no comments: a count there is drift with a true value of 0.
+	change("post-comment-count", [2]string{"POST#" + id("p", d.posts-1), "METADATA"}, func(it Item) { it["commentCount"] = n(4) })
+	return c
+}

@@ -1,0 +1,227 @@
+package ops
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+
+	"github.com/denorm/denorm/internal/apply"
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// Outcome is what a repair did.
+type Outcome int
+
+// Outcomes of a repair.
+const (
+	// Repaired: the target now holds what its rule says.
+	Repaired Outcome = iota
+	// Resolved: read again, the target was right after all (something wrote it since the scan).
+	Resolved
+	// Conflict: the target kept changing under the repair; left alone, verify again.
+	Conflict
+	// Failed: DynamoDB refused the write for another reason (see the error).
+	Failed
+)
+
+// maxAttempts bounds a copy or mirror repair's re-read-and-retry loop.
+const maxAttempts = 3
+
+// repairer fixes drift with conditional writes that are safe while the stream processor
+// runs: each write is conditional on the target still being as last read, and copies and
+// mirrors are recomputed from a consistent read of their source whenever the scanned
+// source could be older than what the target holds.
+type repairer struct {
+	db *db
+	w  *Worker
+}
+
+func (rp *repairer) repair(ctx context.Context, d *Drift) (Outcome, error) {
+	switch rp.w.ev.rules[d.Rule].r.Kind {
+	case rules.KindCopy:
+		return rp.copy(ctx, d)
+	case rules.KindMirror:
+		return rp.mirror(ctx, d)
+	default:
+		return rp.counter(ctx, d)
+	}
+}
+
+// fresh reports whether a copy target never received a copy: none of the rule's attributes
+// and no version. Writing the scanned source's values is then safe without re-reading it:
+// if the source changed since, its push has not landed (the version would be there) and
+// will land after this write, which leaves the version alone.
+func fresh(r *rules.CompiledRule, target record.Item) bool {
+	if target[r.VersionAttr] != nil {
+		return false
+	}
+	for _, t := range r.Copy.SetOrder {
+		if target[t] != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// copy sets or removes a copy target's attributes, or deletes it (onSourceDelete: delete).
+// The version attribute is not advanced, so a later push from the stream still lands.
+func (rp *repairer) copy(ctx context.Context, d *Drift) (Outcome, error) {
+	r := rp.w.ev.rules[d.Rule].r
+	pk := rp.db.spec.PartitionKey
+	target := d.Got
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		if target == nil {
+			return Resolved, nil // deleted since
+		}
+		vals, found := d.Values, d.SourceFound
+		if attempt > 0 || !found || !fresh(r, target) {
+			src, err := rp.db.get(ctx, d.Source)
+			if err != nil {
+				return Failed, err
+			}
+			if vals, found, err = rp.w.copyValues(d.Rule, src); err != nil {
+				return Failed, err
+			}
+		}
+		attrs, del := copyDiff(r, target, vals, found)
+		if len(attrs) == 0 && !del {
+			return Resolved, nil
+		}
+		cond := expression.AttributeExists(expression.Name(pk)).And(unchanged(r.VersionAttr, target[r.VersionAttr]))
+		for _, t := range r.Copy.SetOrder {
+			cond = cond.And(unchanged(t, target[t]))
+		}
+		var err error
+		if del {
+			err = rp.db.remove(ctx, d.Key, cond)
+		} else {
+			err = rp.db.update(ctx, d.Key, setRemove(attrs), cond)
+		}
+		if err == nil {
+			return Repaired, nil
+		}
+		if !isCondFailed(err) {
+			return Failed, err
+		}
+		if target, err = rp.db.get(ctx, d.Key); err != nil {
+			return Failed, err
+		}
+	}
+	return Conflict, nil
+}
+
+// mirror creates, updates or deletes a mirror from a consistent read of its source, with
+// UpdateItem like the stream processor (attributes other rules copied onto the mirror stay)
+// and without advancing its version.
+func (rp *repairer) mirror(ctx context.Context, d *Drift) (Outcome, error) {
+	r := rp.w.ev.rules[d.Rule].r
+	spec := rp.db.spec
+	target := d.Got
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		var want record.Item
+		if d.HasSource {
+			src, err := rp.db.get(ctx, d.Source)
+			if err != nil {
+				return Failed, err
+			}
+			k, item, ok, err := rp.w.mirrorOf(d.Rule, src)
+			if err != nil {
+				return Failed, err
+			}
+			if ok && k == d.Key {
+				want = item
+			}
+		}
+		var err error
+		switch {
+		case target == nil && want == nil:
+			return Resolved, nil
+		case want == nil:
+			cond := expression.AttributeExists(expression.Name(spec.PartitionKey)).And(unchanged(r.VersionAttr, target[r.VersionAttr]))
+			err = rp.db.remove(ctx, d.Key, cond)
+		case target == nil:
+			var ub expression.UpdateBuilder
+			for _, k := range sortedAttrs(want) {
+				if k != spec.PartitionKey && k != spec.SortKey {
+					ub = ub.Set(expression.Name(k), val(want[k]))
+				}
+			}
+			err = rp.db.update(ctx, d.Key, ub, expression.AttributeNotExists(expression.Name(spec.PartitionKey)))
+		default:
+			attrs := mirrorDiff(spec, r, target, want)
+			if len(attrs) == 0 {
+				return Resolved, nil
+			}
+			cond := expression.AttributeExists(expression.Name(spec.PartitionKey)).And(unchanged(r.VersionAttr, target[r.VersionAttr]))
+			for _, a := range attrs {
+				cond = cond.And(unchanged(a.Name, a.Got))
+			}
+			err = rp.db.update(ctx, d.Key, setRemove(attrs), cond)
+		}
+		if err == nil {
+			return Repaired, nil
+		}
+		if !isCondFailed(err) {
+			return Failed, err
+		}
+		if target, err = rp.db.get(ctx, d.Key); err != nil {
+			return Failed, err
+		}
+	}
+	return Conflict, nil
+}
+
+// counter sets a count or sum to its true value, on condition that the target still holds
+// the value seen and its watermark has not moved: a delta that landed since wins, and the
+// item is re-read and re-checked instead of retried, because the scan's total may be the
+// stale one.
+func (rp *repairer) counter(ctx context.Context, d *Drift) (Outcome, error) {
+	r := rp.w.ev.rules[d.Rule].r
+	spec := rp.db.spec
+	attr := r.Agg.Attribute
+	target := d.Got
+	ub := expression.Set(expression.Name(attr), val(numberAV(d.Total)))
+	var cond expression.ConditionBuilder
+	if target == nil {
+		cond = expression.AttributeNotExists(expression.Name(spec.PartitionKey))
+	} else {
+		cond = expression.AttributeExists(expression.Name(spec.PartitionKey)).
+			And(unchanged(attr, target[attr])).
+			And(unchanged(apply.WatermarkAttr, target[apply.WatermarkAttr]))
+	}
+	err := rp.db.update(ctx, d.Key, ub, cond)
+	if err == nil {
+		return Repaired, nil
+	}
+	if !isCondFailed(err) {
+		return Failed, err
+	}
+	now, err := rp.db.get(ctx, d.Key)
+	if err != nil {
+		return Failed, err
+	}
+	if now == nil {
+		if d.Total.IsZero() || r.Agg.MissingTarget != rules.MissingCreate {
+			return Resolved, nil
+		}
+		return Conflict, nil
+	}
+	if _, drift := counterDiff(r, now, d.Total); !drift {
+		return Resolved, nil
+	}
+	return Conflict, nil
+}
+
+// setRemove sets each attribute to its wanted value, or removes it when it should be absent.
+func setRemove(attrs []AttrDiff) expression.UpdateBuilder {
+	var ub expression.UpdateBuilder
+	for _, a := range attrs {
+		if a.Want == nil {
+			ub = ub.Remove(expression.Name(a.Name))
+		} else {
+			ub = ub.Set(expression.Name(a.Name), val(a.Want))
+		}
+	}
+	return ub
+}

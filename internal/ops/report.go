@@ -1,0 +1,213 @@
+package ops
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// RuleStats counts what a run found and did for one rule.
+type RuleStats struct {
+	// Checked is how many target items were compared (plus missing ones found).
+	Checked int64 `json:"checked"`
+	// Drift is how many target items did not hold what the rule says.
+	Drift     int64 `json:"drift"`
+	Repaired  int64 `json:"repaired"`
+	Resolved  int64 `json:"resolved"`
+	Conflicts int64 `json:"conflicts"`
+	Failed    int64 `json:"failed"`
+	// Problems is how many items the rule cannot evaluate (the stream processor fails them too).
+	Problems int64 `json:"problems"`
+	// MissingTargets is how many non-zero totals belong to targets that do not exist and
+	// the rule does not create (missingTarget: skip). Not drift: the stream processor
+	// drops those deltas too.
+	MissingTargets int64 `json:"missingTargets"`
+}
+
+func (s *RuleStats) add(o *RuleStats) {
+	s.Checked += o.Checked
+	s.Drift += o.Drift
+	s.Repaired += o.Repaired
+	s.Resolved += o.Resolved
+	s.Conflicts += o.Conflicts
+	s.Failed += o.Failed
+	s.Problems += o.Problems
+	s.MissingTargets += o.MissingTargets
+}
+
+func (s *RuleStats) outcome(o Outcome) {
+	switch o {
+	case Repaired:
+		s.Repaired++
+	case Resolved:
+		s.Resolved++
+	case Conflict:
+		s.Conflicts++
+	default:
+		s.Failed++
+	}
+}
+
+// Example is one drifted attribute (or a missing or extra item) shown in a report.
+type Example struct {
+	PK        string `json:"pk"`
+	SK        string `json:"sk,omitempty"`
+	Problem   Kind   `json:"problem"`
+	Attribute string `json:"attribute,omitempty"`
+	Got       avJSON `json:"got"`
+	Want      avJSON `json:"want"`
+	// Note is the outcome of a repair, or why an item could not be evaluated.
+	Note string `json:"note,omitempty"`
+}
+
+// RuleReport is one rule's part of a report.
+type RuleReport struct {
+	Rule string `json:"rule"`
+	Kind string `json:"kind"`
+	RuleStats
+	Examples []Example `json:"examples"`
+}
+
+// PassReport says what one pass of one round scanned in this run.
+type PassReport struct {
+	Round int `json:"round"`
+	Pass  int `json:"pass"`
+	// Segments is how many segments this run scanned; Skipped how many a checkpoint said
+	// were finished already.
+	Segments int   `json:"segments"`
+	Skipped  int   `json:"skipped"`
+	Scanned  int64 `json:"scanned"`
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Table   string       `json:"table"`
+	Mode    string       `json:"mode"`
+	Rules   []RuleReport `json:"rules"`
+	Passes  []PassReport `json:"passes"`
+	Resumed bool         `json:"resumed"`
+	// Scanned is the items this run read by Scan (every pass), Seconds its wall time.
+	Scanned        int64   `json:"scanned"`
+	Seconds        float64 `json:"seconds"`
+	ItemsPerSecond float64 `json:"itemsPerSecond"`
+	Writes         int64   `json:"writes"`
+	ConsumedWCU    float64 `json:"consumedWCU"`
+	ConsumedRCU    float64 `json:"consumedRCU"`
+	// Totals over the rules.
+	Drift      int64 `json:"drift"`
+	Unrepaired int64 `json:"unrepaired"`
+	Problems   int64 `json:"problems"`
+}
+
+// Clean reports whether no rule found drift or items it cannot evaluate.
+func (r *Report) Clean() bool { return r.Drift == 0 && r.Problems == 0 }
+
+func (r *Report) totals(repair bool) {
+	r.Drift, r.Unrepaired, r.Problems = 0, 0, 0
+	for _, rr := range r.Rules {
+		r.Drift += rr.Drift
+		r.Problems += rr.Problems
+		if repair {
+			r.Unrepaired += rr.Conflicts + rr.Failed
+		} else {
+			r.Unrepaired += rr.Drift
+		}
+	}
+	r.ItemsPerSecond = 0
+	if r.Seconds > 0 {
+		r.ItemsPerSecond = float64(r.Scanned) / r.Seconds
+	}
+}
+
+// WriteJSON writes the report as one indented JSON document.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the report for people: a summary line, a table of rules, and examples.
+func (r *Report) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "%s %s: scanned %d items in %s (%.0f items/s), %d writes (%.1f WCU)\n",
+		r.Mode, r.Table, r.Scanned, time.Duration(r.Seconds*float64(time.Second)).Round(time.Millisecond),
+		r.ItemsPerSecond, r.Writes, r.ConsumedWCU)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "rule\tkind\tchecked\tdrift\trepaired\tresolved\tconflicts\tfailed\tproblems\tno target\t")
+	for _, rr := range r.Rules {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", rr.Rule, rr.Kind, rr.Checked, rr.Drift,
+			rr.Repaired, rr.Resolved, rr.Conflicts, rr.Failed, rr.Problems, rr.MissingTargets)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, rr := range r.Rules {
+		for _, ex := range rr.Examples {
+			fmt.Fprintf(w, "  %s: %s\n", rr.Rule, ex.text())
+		}
+	}
+	switch {
+	case r.Resumed:
+		fmt.Fprintln(w, "resumed from a checkpoint: counts include the earlier run, examples only this one")
+	}
+	return nil
+}
+
+func (ex Example) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", ex.PK, ex.SK)
+	switch ex.Problem {
+	case Missing:
+		b.WriteString(": missing")
+		if ex.Attribute != "" {
+			fmt.Fprintf(&b, " (%s should be %s)", ex.Attribute, show(ex.Want.v))
+		}
+	case Extra:
+		b.WriteString(": should not exist")
+	case Differs:
+		fmt.Fprintf(&b, ": %s is %s, want %s", ex.Attribute, show(ex.Got.v), show(ex.Want.v))
+	default:
+		fmt.Fprintf(&b, ": %s", ex.Problem)
+	}
+	if ex.Note != "" {
+		fmt.Fprintf(&b, " [%s]", ex.Note)
+	}
+	return b.String()
+}
+
+// show renders a value briefly: strings quoted, numbers bare, anything else as DynamoDB JSON.
+func show(v types.AttributeValue) string {
+	switch x := v.(type) {
+	case nil:
+		return "absent"
+	case *types.AttributeValueMemberS:
+		s := x.Value
+		if len(s) > 60 {
+			s = s[:57] + "..."
+		}
+		return fmt.Sprintf("%q", s)
+	case *types.AttributeValueMemberN:
+		return x.Value
+	}
+	b, _ := json.Marshal(avValue(v))
+	if len(b) > 60 {
+		return string(b[:57]) + "..."
+	}
+	return string(b)
+}
+
+func (o Outcome) String() string {
+	switch o {
+	case Repaired:
+		return "repaired"
+	case Resolved:
+		return "resolved on re-read"
+	case Conflict:
+		return "changed during repair, left alone"
+	}
+	return "repair failed"
+}
