@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/denorm/denorm/internal/exprval"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
@@ -54,7 +55,7 @@ func (r *run) fanOutPage(f *plan.FanOut, cursor map[string]types.AttributeValue)
 	x := r.x
 	rule := f.Rule
 	idx := rule.QueryIndex
-	kc := expression.Key(idx.PartitionKey).Equal(expression.Value(raw{&types.AttributeValueMemberS{Value: f.PKValue}}))
+	kc := expression.Key(idx.PartitionKey).Equal(exprval.Str(f.PKValue))
 	if rule.QuerySK != "" {
 		kc = kc.And(expression.Key(rule.QuerySKAtt).BeginsWith(rule.QuerySK))
 	}

@@ -53,7 +53,13 @@ var seq atomic.Int64
 
 // TableName returns a name no other test of this run uses.
 func TableName(t testing.TB) string {
-	name := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(t.Name())
+	// Table names allow [A-Za-z0-9_.-]; test and subtest names may hold anything.
+	name := strings.Map(func(r rune) rune {
+		if r == '_' || r == '.' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '-'
+	}, t.Name())
 	if len(name) > 150 {
 		name = name[:150]
 	}

@@ -12,11 +12,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Op is one application write: a Put of Item, or a Delete of Key.
+// Op is one application write: a Put of Item, a Delete of Del, or an Update that sets the
+// attributes of Set on the item at Key. Ops of one phase may run in parallel; a phase
+// starts when the one before it is done.
 type Op struct {
 	Phase string
 	Put   map[string]types.AttributeValue
 	Del   map[string]types.AttributeValue
+	Key   map[string]types.AttributeValue
+	Set   map[string]types.AttributeValue
+}
+
+// ItemKey returns the key of the item op writes.
+func (op Op) ItemKey() map[string]types.AttributeValue {
+	switch {
+	case op.Put != nil:
+		return map[string]types.AttributeValue{"pk": op.Put["pk"], "sk": op.Put["sk"]}
+	case op.Del != nil:
+		return op.Del
+	}
+	return op.Key
 }
 
 // Scale sizes a workload.
@@ -35,35 +50,42 @@ var Demo = Scale{Users: 40, Posts: 80, Comments: 800, Groups: 8, Memberships: 16
 func Social(seed uint64, sc Scale) []Op {
 	g := &gen{rng: rand.New(rand.NewPCG(seed, 0x5eed)), base: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
 	var ops []Op
+	// Parents before children, as an application creates them: counters of a target that
+	// does not exist yet are skipped (missingTarget: skip).
 	for u := 0; u < sc.Users; u++ {
 		ops = append(ops, g.user(u, fmt.Sprintf("User %d", u)))
 	}
 	for gr := 0; gr < sc.Groups; gr++ {
 		ops = append(ops, put("create", "pk", "GROUP#"+id("g", gr), "sk", "METADATA", "name", fmt.Sprintf("Group %d", gr)))
 	}
+	for f := 0; f < sc.Folders; f++ {
+		ops = append(ops, put("create", "pk", "FOLDER#"+id("f", f), "sk", "METADATA", "name", fmt.Sprintf("Folder %d", f)))
+	}
 	for p := 0; p < sc.Posts; p++ {
 		ops = append(ops, g.post(p, g.rng.IntN(sc.Users)))
+		ops[len(ops)-1].Phase = "posts"
 	}
+	n := len(ops)
 	for c := 0; c < sc.Comments; c++ {
 		ops = append(ops, g.comment(c, g.rng.IntN(sc.Posts), g.rng.IntN(sc.Users)))
 	}
 	for m := 0; m < sc.Memberships; m++ {
 		ops = append(ops, g.membership(g.rng.IntN(sc.Users), g.rng.IntN(sc.Groups)))
 	}
-	for f := 0; f < sc.Folders; f++ {
-		ops = append(ops, put("create", "pk", "FOLDER#"+id("f", f), "sk", "METADATA", "name", fmt.Sprintf("Folder %d", f)))
-	}
 	for f := 0; f < sc.Files; f++ {
 		ops = append(ops, g.file(f, g.rng.IntN(sc.Folders)))
+	}
+	for i := n; i < len(ops); i++ {
+		ops[i].Phase = "children"
 	}
 	for i := 0; i < sc.Churn; i++ {
 		switch k := g.rng.IntN(100); {
 		case k < 15: // rename a user: every comment and member item follows
 			u := g.rng.IntN(sc.Users)
-			ops = append(ops, g.user(u, fmt.Sprintf("User %d (v%d)", u, i)))
+			ops = append(ops, update("USER#"+id("u", u), "PROFILE", "name", fmt.Sprintf("User %d (v%d)", u, i)))
 		case k < 20:
 			gr := g.rng.IntN(sc.Groups)
-			ops = append(ops, put("churn", "pk", "GROUP#"+id("g", gr), "sk", "METADATA", "name", fmt.Sprintf("Group %d (v%d)", gr, i)))
+			ops = append(ops, update("GROUP#"+id("g", gr), "METADATA", "name", fmt.Sprintf("Group %d (v%d)", gr, i)))
 		case k < 40:
 			ops = append(ops, g.comment(sc.Comments+i, g.rng.IntN(sc.Posts), g.rng.IntN(sc.Users)))
 		case k < 50 && len(g.comments) > 0:
@@ -72,10 +94,11 @@ func Social(seed uint64, sc Scale) []Op {
 			ops = append(ops, g.membership(g.rng.IntN(sc.Users), g.rng.IntN(sc.Groups)))
 		case k < 70 && len(g.members) > 0:
 			ops = append(ops, g.deleteMembership())
-		case k < 80:
+		case k < 80: // a status flip, sometimes with a new author
 			p := g.rng.IntN(sc.Posts)
-			ops = append(ops, g.post(p, g.rng.IntN(sc.Users))) // status flip and maybe a new author
-		case k < 92:
+			status := []string{"published", "draft"}[g.rng.IntN(2)]
+			ops = append(ops, update("POST#"+id("p", p), "METADATA", "status", status, "userId", id("u", g.rng.IntN(sc.Users))))
+		case k < 92: // a new file, or a new version of one (a full put: files hold no counters)
 			ops = append(ops, g.file(g.rng.IntN(sc.Files+i), g.rng.IntN(sc.Folders)))
 		default:
 			if len(g.files) > 0 {
@@ -185,6 +208,14 @@ func put(phase string, kv ...any) Op {
 		}
 	}
 	return Op{Phase: phase, Put: item}
+}
+
+// update builds an Update op of the item pk/sk from name/value pairs. Applications edit
+// items that hold counters with UpdateItem: a PutItem would replace the counters too.
+func update(pk, sk string, kv ...any) Op {
+	op := put("churn", kv...)
+	return Op{Phase: "churn", Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk}}, Set: op.Put}
 }
 
 func del(kv ...string) Op {

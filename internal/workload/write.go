@@ -6,28 +6,44 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/denorm/denorm/internal/exprval"
 )
 
 // Writer is the part of the DynamoDB client the workload uses.
 type Writer interface {
+	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
 
-// Write applies ops in order, a few at a time where order does not matter (writes to
-// different items), calling progress after each. Ops on the same item keep their order.
+// Write applies ops phase after phase; within a phase a few at a time where order does not
+// matter (writes to different items), calling progress after each. Ops on the same item
+// keep their order.
 func Write(ctx context.Context, db Writer, table string, ops []Op, workers int, progress func()) error {
+	for len(ops) > 0 {
+		n := 1
+		for n < len(ops) && ops[n].Phase == ops[0].Phase {
+			n++
+		}
+		if err := writePhase(ctx, db, table, ops[:n], workers, progress); err != nil {
+			return err
+		}
+		ops = ops[n:]
+	}
+	return nil
+}
+
+func writePhase(ctx context.Context, db Writer, table string, ops []Op, workers int, progress func()) error {
 	if workers < 1 {
 		workers = 1
 	}
 	// Shard ops by item key so each item's writes stay ordered.
 	lanes := make([][]Op, workers)
 	for _, op := range ops {
-		k := op.Put
-		if k == nil {
-			k = op.Del
-		}
+		k := op.ItemKey()
 		h := fnv(fmt.Sprint(k["pk"], k["sk"]))
 		lanes[h%uint32(workers)] = append(lanes[h%uint32(workers)], op)
 	}
@@ -39,10 +55,13 @@ func Write(ctx context.Context, db Writer, table string, ops []Op, workers int, 
 			defer wg.Done()
 			for _, op := range lane {
 				var err error
-				if op.Put != nil {
+				switch {
+				case op.Put != nil:
 					_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: op.Put})
-				} else {
+				case op.Del != nil:
 					_, err = db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: op.Del})
+				default:
+					err = updateItem(ctx, db, table, op)
 				}
 				if err != nil {
 					errs <- fmt.Errorf("writing workload: %w", err)
@@ -66,4 +85,18 @@ func fnv(s string) uint32 {
 		h *= 16777619
 	}
 	return h
+}
+
+func updateItem(ctx context.Context, db Writer, table string, op Op) error {
+	var ub expression.UpdateBuilder
+	for name, v := range op.Set {
+		ub = ub.Set(expression.Name(name), exprval.Of(v))
+	}
+	e, err := expression.NewBuilder().WithUpdate(ub).Build()
+	if err != nil {
+		return err
+	}
+	_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: op.Key,
+		UpdateExpression: e.Update(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
+	return err
 }
