@@ -31,9 +31,10 @@ test: vet test-infra
 test-unit:
 	$(GO) test ./...
 
-## demo: the local pipeline on DynamoDB Local with sample data
+## demo: the local pipeline on DynamoDB Local with sample data; exits 0 only if it converged
 demo:
-	$(DDB) run -- $(GO) run ./cmd/denorm demo
+	$(GO) build -o dist/denorm ./cmd/denorm
+	$(DDB) run -- dist/denorm demo
 
 ddb-fetch:
 	$(DDB) fetch
