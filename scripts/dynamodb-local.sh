@@ -3,7 +3,7 @@
 #
 #   scripts/dynamodb-local.sh fetch            download and verify (no-op when cached)
 #   scripts/dynamodb-local.sh start            start in the background; prints the endpoint URL
-#   scripts/dynamodb-local.sh stop             stop the instance started by `start`
+#   scripts/dynamodb-local.sh stop PORT        stop the instance `start` started on PORT
 #   scripts/dynamodb-local.sh run -- CMD...    start, run CMD with DENORM_DYNAMODB_ENDPOINT set, stop
 set -euo pipefail
 
@@ -75,13 +75,13 @@ start() {
   die "DynamoDB Local did not answer on $url within 30 s: $(tail -5 "$log")"
 }
 
+# stop PORT stops one instance: several runs (tests, a demo) may share the cache folder.
 stop() {
-  local f
-  for f in "$STATE"/*.pid; do
-    [ -e "$f" ] || continue
-    kill "$(cat "$f")" 2>/dev/null || true
-    rm -f "$f"
-  done
+  [ -n "${1:-}" ] || die "usage: $0 stop PORT (the port \`start\` printed)"
+  local f="$STATE/$1.pid"
+  [ -e "$f" ] || die "no instance started on port $1"
+  kill "$(cat "$f")" 2>/dev/null || true
+  rm -f "$f"
 }
 
 stop_one() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
@@ -101,7 +101,7 @@ run() {
 case "${1:-}" in
   fetch) fetch; jar_dir ;;
   start) start ;;
-  stop) stop ;;
+  stop) shift; stop "$@" ;;
   run) shift; run "$@" ;;
-  *) die "usage: $0 fetch|start|stop|run -- COMMAND..." ;;
+  *) die "usage: $0 fetch|start|stop PORT|run -- COMMAND..." ;;
 esac
