@@ -127,40 +127,16 @@ func Coalesce(recs []RecordPlan) *Batch {
 	for i := range recs {
 		rp := &recs[i]
 		for _, w := range rp.Writes {
-			k := ruleKey{w.Rule, w.Target}
-			if j, ok := writes[k]; ok {
-				b.Writes[j] = WriteGroup{Write: w, Rec: i}
-			} else {
-				writes[k] = len(b.Writes)
-				b.Writes = append(b.Writes, WriteGroup{Write: w, Rec: i})
-			}
+			upsert(writes, &b.Writes, ruleKey{w.Rule, w.Target}, WriteGroup{Write: w, Rec: i})
 		}
 		for _, f := range rp.FanOuts {
-			k := ruleKey{f.Rule, f.Source}
-			if j, ok := fans[k]; ok {
-				b.FanOuts[j] = FanOutGroup{FanOut: f, Rec: i}
-			} else {
-				fans[k] = len(b.FanOuts)
-				b.FanOuts = append(b.FanOuts, FanOutGroup{FanOut: f, Rec: i})
-			}
+			upsert(fans, &b.FanOuts, ruleKey{f.Rule, f.Source}, FanOutGroup{FanOut: f, Rec: i})
 		}
 		for _, p := range rp.Pulls {
-			k := ruleKey{p.Rule, p.Target}
-			if j, ok := pulls[k]; ok {
-				b.Pulls[j] = PullGroup{Pull: p, Rec: i}
-			} else {
-				pulls[k] = len(b.Pulls)
-				b.Pulls = append(b.Pulls, PullGroup{Pull: p, Rec: i})
-			}
+			upsert(pulls, &b.Pulls, ruleKey{p.Rule, p.Target}, PullGroup{Pull: p, Rec: i})
 		}
 		if rp.Job != nil {
-			k := rp.JobKey
-			if j, ok := jobs[k]; ok {
-				b.Jobs[j] = JobGroup{Item: rp.Job, Rec: i}
-			} else {
-				jobs[k] = len(b.Jobs)
-				b.Jobs = append(b.Jobs, JobGroup{Item: rp.Job, Rec: i})
-			}
+			upsert(jobs, &b.Jobs, rp.JobKey, JobGroup{Item: rp.Job, Rec: i})
 		}
 		var ev *EventDeltas
 		for _, d := range rp.Deltas {
@@ -193,6 +169,17 @@ func (ev *EventDeltas) add(d Delta) {
 		}
 	}
 	ev.Targets = append(ev.Targets, TargetAmounts{Target: d.Target, Attrs: addAmount(nil, d.Rule, d.Amount)})
+}
+
+// upsert replaces the group at key k (a later record supersedes an earlier one, keeping
+// the first one's position) or appends it.
+func upsert[K comparable, G any](index map[K]int, list *[]G, k K, g G) {
+	if j, ok := index[k]; ok {
+		(*list)[j] = g
+		return
+	}
+	index[k] = len(*list)
+	*list = append(*list, g)
 }
 
 type ruleKey struct {
