@@ -7,10 +7,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/denorm/denorm/internal/atomicfile"
 	"github.com/denorm/denorm/internal/record"
 )
 
@@ -130,35 +130,8 @@ func (c *checkpoint) saveLocked() error {
 	if err != nil {
 		return fmt.Errorf("esm: encoding checkpoint: %w", err)
 	}
-	if err := writeFileAtomic(c.path, append(b, '\n')); err != nil {
+	if err := atomicfile.Write(c.path, append(b, '\n')); err != nil {
 		return fmt.Errorf("esm: saving checkpoint: %w", err)
 	}
 	return nil
-}
-
-// writeFileAtomic writes through a temporary file and a rename, so a reader or a crash never
-// sees half a file.
-func writeFileAtomic(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/denorm/denorm/internal/atomicfile"
 )
 
 // Condition says why a batch went to the on-failure destination.
@@ -100,7 +102,7 @@ func (m *Mapping) discard(shardID string, recs []pending, cond Condition, invoke
 	}
 	// Time first, so a directory listing is in failure order; shard and sequence make it unique.
 	name := fmt.Sprintf("%s-%s-%s.json", time.Now().UTC().Format("20060102T150405.000000000Z"), shardID, first.seq)
-	if err := writeFileAtomic(filepath.Join(m.cfg.OnFailureDir, name), append(b, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(m.cfg.OnFailureDir, name), append(b, '\n')); err != nil {
 		return fmt.Errorf("esm: writing on-failure record: %w", err)
 	}
 	return nil
