@@ -177,6 +177,7 @@ func (t *Template) Render(get Lookup) (string, error) {
 		return t.parts[0].Literal, nil
 	}
 	var b strings.Builder
+	b.Grow(len(t.src) + 16) // one allocation for typical keys
 	for _, p := range t.parts {
 		if p.Var == "" {
 			b.WriteString(p.Literal)

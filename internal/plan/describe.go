@@ -24,7 +24,7 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		fmt.Fprintf(w, "  entity %s: no watched attribute changed, no rule fires\n", p.Entity)
 		return
 	}
-	fmt.Fprintf(w, "  entity %s, rules fired: %s\n", p.Entity, strings.Join(uniq(p.Fired), ", "))
+	fmt.Fprintf(w, "  entity %s, rules fired: %s\n", p.Entity, strings.Join(p.Rules(), ", "))
 	for _, d := range p.Deltas {
 		mode := "exactly once by event marker, in a transaction"
 		if d.Rule.Watermark && d.Target.PK == p.PK {
@@ -68,18 +68,6 @@ func (k Key) String() string {
 		return k.PK
 	}
 	return k.PK + " / " + k.SK
-}
-
-func uniq(s []string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, v := range s {
-		if !seen[v] {
-			seen[v] = true
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 func signed(n Number) string {

@@ -69,7 +69,6 @@ type RecordPlan struct {
 	EventID string
 	PK      string // the record's partition key value
 	Entity  string // the matched entity ("" for none)
-	Fired   []string
 	Deltas  []Delta
 	Writes  []Write
 	FanOuts []FanOut
@@ -77,6 +76,32 @@ type RecordPlan struct {
 	// Job is set for a fan-out job item's record: the executor continues that job.
 	Job    record.Item
 	JobKey Key
+}
+
+// Rules returns the names of the rules with an effect, in the order of the effects.
+func (p *RecordPlan) Rules() []string {
+	var out []string
+	add := func(r *rules.CompiledRule) {
+		for _, n := range out {
+			if n == r.Name {
+				return
+			}
+		}
+		out = append(out, r.Name)
+	}
+	for _, d := range p.Deltas {
+		add(d.Rule)
+	}
+	for _, w := range p.Writes {
+		add(w.Rule)
+	}
+	for _, f := range p.FanOuts {
+		add(f.Rule)
+	}
+	for _, pl := range p.Pulls {
+		add(pl.Rule)
+	}
+	return out
 }
 
 // Empty reports whether the record asks for nothing.

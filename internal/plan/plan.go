@@ -15,6 +15,7 @@ import (
 type Planner struct {
 	set        *rules.Set
 	oldV, newV []string
+	ev         eval // reused: planning a record allocates only what the plan keeps
 }
 
 // New returns a Planner for set.
@@ -59,19 +60,17 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 	if oldE == nil && newE == nil {
 		return rp, nil
 	}
-	version := record.NormSeq(c.Seq)
-	ev := &eval{c: c, version: version, oldE: oldE, newE: newE, oldB: oldB, newB: newB, rp: &rp, spec: s}
-	// Rules this item is the source of (as it was, or as it is now).
-	for _, ent := range [2]*rules.EntityType{oldE, newE} {
-		if ent == nil {
+	ev := &p.ev
+	*ev = eval{c: c, version: record.NormSeq(c.Seq), oldE: oldE, newE: newE, oldB: oldB, newB: newB, rp: rp, spec: s, keys: ev.keys[:0]}
+	// Rules this item is the source of (as it was, or as it is now). A rule has one source
+	// entity, so the two lists are disjoint when the entity changed.
+	for i, ent := range [2]*rules.EntityType{oldE, newE} {
+		if ent == nil || (i == 1 && ent == oldE) {
 			continue
 		}
 		for _, r := range s.RulesFrom(ent) {
-			if ev.seen(r) {
-				continue
-			}
 			if err := ev.source(r); err != nil {
-				return rp, fmt.Errorf("record %s: rule %q: %w", c.EventID, r.Name, err)
+				return ev.rp, fmt.Errorf("record %s: rule %q: %w", c.EventID, r.Name, err)
 			}
 		}
 	}
@@ -82,11 +81,11 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 				continue
 			}
 			if err := ev.pull(r); err != nil {
-				return rp, fmt.Errorf("record %s: rule %q: %w", c.EventID, r.Name, err)
+				return ev.rp, fmt.Errorf("record %s: rule %q: %w", c.EventID, r.Name, err)
 			}
 		}
 	}
-	return rp, nil
+	return ev.rp, nil
 }
 
 type eval struct {
@@ -94,22 +93,18 @@ type eval struct {
 	version    string
 	oldE, newE *rules.EntityType
 	oldB, newB rules.Binding
-	rp         *RecordPlan
+	rp         RecordPlan
 	spec       *rules.Set
-	fired      []*rules.CompiledRule
+	// keys caches rendered primary keys: the same target is often rendered by several rules
+	// (a comment's author is both counted into and copied from USER#{userId}).
+	keys []renderedKey
 }
 
-func (e *eval) seen(r *rules.CompiledRule) bool {
-	for _, f := range e.fired {
-		if f == r {
-			return true
-		}
-	}
-	e.fired = append(e.fired, r)
-	return false
+type renderedKey struct {
+	ent *rules.EntityType
+	old bool
+	key Key
 }
-
-func (e *eval) fire(r *rules.CompiledRule) { e.rp.Fired = append(e.rp.Fired, r.Name) }
 
 // source applies rule r for an item that is (or was) r's source.
 func (e *eval) source(r *rules.CompiledRule) error {
@@ -139,7 +134,7 @@ func (e *eval) copyPush(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	var set []AttrValue
 	var remove []string
 	del := false
-	b := e.newB
+	old := false
 	switch {
 	case isSrc && (!wasSrc || e.changed(r.Watched)):
 		for _, t := range r.Copy.SetOrder {
@@ -150,7 +145,7 @@ func (e *eval) copyPush(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 			}
 		}
 	case wasSrc && !isSrc:
-		b = e.oldB
+		old = true
 		switch r.Copy.OnSourceDelete {
 		case rules.OnDeleteRemove:
 			remove = append(remove, r.Copy.SetOrder...)
@@ -162,10 +157,13 @@ func (e *eval) copyPush(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	default:
 		return nil
 	}
-	e.fire(r)
+	b := e.newB
+	if old {
+		b = e.oldB
+	}
 	src := e.key(b, r.Source)
 	if r.Via == "key" {
-		t, err := e.render(b, r.Target)
+		t, err := e.render(old, r.Target)
 		if err != nil {
 			return err
 		}
@@ -184,19 +182,18 @@ func (e *eval) mirror(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	var oldT, newT Key
 	var err error
 	if wasSrc {
-		if oldT, err = e.render(e.oldB, r.Target); err != nil {
+		if oldT, err = e.render(true, r.Target); err != nil {
 			return err
 		}
 	}
 	if isSrc {
-		if newT, err = e.render(e.newB, r.Target); err != nil {
+		if newT, err = e.render(false, r.Target); err != nil {
 			return err
 		}
 	}
 	if wasSrc && isSrc && oldT == newT && !e.changed(r.Watched) {
 		return nil
 	}
-	e.fire(r)
 	if wasSrc && (!isSrc || oldT != newT) {
 		e.rp.Writes = append(e.rp.Writes, Write{Rule: r, Target: oldT, Version: e.version, Delete: true})
 	}
@@ -234,7 +231,7 @@ func (e *eval) aggregate(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	var oldV, newV Number
 	var err error
 	if inOld {
-		if oldT, err = e.render(e.oldB, r.Target); err != nil {
+		if oldT, err = e.render(true, r.Target); err != nil {
 			return err
 		}
 		if oldV, err = value(r, e.c.Old); err != nil {
@@ -242,7 +239,7 @@ func (e *eval) aggregate(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 		}
 	}
 	if inNew {
-		if newT, err = e.render(e.newB, r.Target); err != nil {
+		if newT, err = e.render(false, r.Target); err != nil {
 			return err
 		}
 		if newV, err = value(r, e.c.New); err != nil {
@@ -251,20 +248,25 @@ func (e *eval) aggregate(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	}
 	if inOld && inNew && oldT == newT {
 		if d := newV.Sub(oldV); !d.IsZero() {
-			e.fire(r)
-			e.rp.Deltas = append(e.rp.Deltas, Delta{Rule: r, Target: newT, Amount: d})
+			e.addDelta(Delta{Rule: r, Target: newT, Amount: d})
 		}
 		return nil
 	}
 	if inOld && !oldV.IsZero() {
-		e.fire(r)
-		e.rp.Deltas = append(e.rp.Deltas, Delta{Rule: r, Target: oldT, Amount: oldV.Neg()})
+		e.addDelta(Delta{Rule: r, Target: oldT, Amount: oldV.Neg()})
 	}
 	if inNew && !newV.IsZero() {
-		e.fire(r)
-		e.rp.Deltas = append(e.rp.Deltas, Delta{Rule: r, Target: newT, Amount: newV})
+		e.addDelta(Delta{Rule: r, Target: newT, Amount: newV})
 	}
 	return nil
+}
+
+// addDelta appends d, sizing the slice once for the rules that may add to it.
+func (e *eval) addDelta(d Delta) {
+	if e.rp.Deltas == nil {
+		e.rp.Deltas = make([]Delta, 0, 4)
+	}
+	e.rp.Deltas = append(e.rp.Deltas, d)
 }
 
 // value is what one member contributes: 1 for a count, the value attribute for a sum (an
@@ -308,7 +310,7 @@ func (e *eval) pull(r *rules.CompiledRule) error {
 		return nil
 	}
 	t := e.key(e.newB, r.Target)
-	src, err := e.render(e.newB, r.Source)
+	src, err := e.render(false, r.Source)
 	if err != nil {
 		return err
 	}
@@ -316,13 +318,59 @@ func (e *eval) pull(r *rules.CompiledRule) error {
 	if n, ok := c.New[r.VersionAttr].(*types.AttributeValueMemberN); ok {
 		seen = n.Value
 	}
-	e.fire(r)
 	e.rp.Pulls = append(e.rp.Pulls, Pull{Rule: r, Target: t, Source: src, Seen: seen, Current: c.New})
 	return nil
 }
 
-// render builds entity ent's primary key from binding b.
-func (e *eval) render(b rules.Binding, ent *rules.EntityType) (Key, error) {
+// render builds entity ent's primary key from the old or the new image's binding.
+func (e *eval) render(old bool, ent *rules.EntityType) (Key, error) {
+	for _, rk := range e.keys {
+		if rk.ent == ent && rk.old == old {
+			return rk.key, nil
+		}
+	}
+	b, self := e.newB, e.newE
+	if old {
+		b, self = e.oldB, e.oldE
+	}
+	var k Key
+	var err error
+	if self != nil && samePK(self, ent) {
+		// The target shares the item's partition key template (a comment counted into its
+		// post): the rendering is the item's own key, which needs no new string.
+		k.PK, _ = e.itemKey(b)
+		if ent.SK != nil {
+			k.SK, err = b.Render(ent.SK)
+		}
+	} else {
+		k, err = renderKey(b, ent)
+	}
+	if err == nil {
+		e.keys = append(e.keys, renderedKey{ent: ent, old: old, key: k})
+	}
+	return k, err
+}
+
+// samePK reports whether two entities' partition keys render identically from the same
+// variables (no zero-padding, which could normalize a value).
+func samePK(a, b *rules.EntityType) bool {
+	if a.PK.String() != b.PK.String() {
+		return false
+	}
+	for _, p := range a.PK.Parts() {
+		if p.Pad > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *eval) itemKey(b rules.Binding) (string, string) {
+	k := e.key(b, nil)
+	return k.PK, k.SK
+}
+
+func renderKey(b rules.Binding, ent *rules.EntityType) (Key, error) {
 	var k Key
 	var err error
 	if k.PK, err = b.Render(ent.PK); err != nil {
