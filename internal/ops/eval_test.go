@@ -57,6 +57,8 @@ func optionsEval(t testing.TB) *Evaluator {
 	return ev
 }
 
+func key(pk, sk string) plan.Key { return plan.Key{PK: pk, SK: sk} }
+
 func ruleIndex(t testing.TB, ev *Evaluator, name string) int {
 	t.Helper()
 	i, err := ev.index(name)
@@ -121,21 +123,21 @@ func TestObserve(t *testing.T) {
 			name:   "user: copy values, absent avatar left out",
 			ev:     ev,
 			item:   record.Item{"pk": S("USER#u1"), "sk": S("PROFILE"), "name": S("Ada")},
-			copies: map[string]map[plan.Key]CopyValues{"comment-author": {{"USER#u1", "PROFILE"}: {"userName": S("Ada")}}, "member-name": {{"USER#u1", "PROFILE"}: {"userName": S("Ada")}}},
+			copies: map[string]map[plan.Key]CopyValues{"comment-author": {key("USER#u1", "PROFILE"): {"userName": S("Ada")}}, "member-name": {key("USER#u1", "PROFILE"): {"userName": S("Ada")}}},
 		},
 		{
 			name: "published post: mirror with rendered keys, counted into its author",
 			ev:   ev,
 			item: record.Item{"pk": S("POST#p1"), "sk": S("METADATA"), "userId": S("u1"), "title": S("Hi"), "status": S("published"), "commentCount": N("3")},
-			mirrors: map[string]map[plan.Key]MirrorWant{"user-posts": {{"USER#u1", "POST#p1"}: {Source: plan.Key{"POST#p1", "METADATA"},
+			mirrors: map[string]map[plan.Key]MirrorWant{"user-posts": {key("USER#u1", "POST#p1"): {Source: key("POST#p1", "METADATA"),
 				Item: record.Item{"pk": S("USER#u1"), "sk": S("POST#p1"), "title": S("Hi"), "status": S("published")}}}},
-			totals: totals{"user-post-count": {{"USER#u1", "PROFILE"}: "1"}},
+			totals: totals{"user-post-count": {key("USER#u1", "PROFILE"): "1"}},
 		},
 		{
 			name: "draft post: not counted (where), still mirrored",
 			ev:   ev,
 			item: record.Item{"pk": S("POST#p1"), "sk": S("METADATA"), "userId": S("u1"), "status": S("draft")},
-			mirrors: map[string]map[plan.Key]MirrorWant{"user-posts": {{"USER#u1", "POST#p1"}: {Source: plan.Key{"POST#p1", "METADATA"},
+			mirrors: map[string]map[plan.Key]MirrorWant{"user-posts": {key("USER#u1", "POST#p1"): {Source: key("POST#p1", "METADATA"),
 				Item: record.Item{"pk": S("USER#u1"), "sk": S("POST#p1"), "status": S("draft")}}}},
 		},
 		{
@@ -148,33 +150,33 @@ func TestObserve(t *testing.T) {
 			name: "comment: counted into its post and its author",
 			ev:   ev,
 			item: record.Item{"pk": S("POST#p1"), "sk": S("COMMENT#2025-01-01T00:00:00Z#c1"), "gsi1pk": S("USER#u2"), "gsi1sk": S("COMMENT#2025-01-01T00:00:00Z")},
-			totals: totals{"post-comment-count": {{"POST#p1", "METADATA"}: "1"},
-				"user-comment-count": {{"USER#u2", "PROFILE"}: "1"}},
+			totals: totals{"post-comment-count": {key("POST#p1", "METADATA"): "1"},
+				"user-comment-count": {key("USER#u2", "PROFILE"): "1"}},
 		},
 		{
 			name: "membership: mirror with index keys",
 			ev:   ev,
 			item: record.Item{"pk": S("USER#u1"), "sk": S("GROUP#g1"), "gsi2pk": S("GROUP#g1"), "gsi2sk": S("USER#u1"), "role": S("admin"), "groupName": S("G")},
-			mirrors: map[string]map[plan.Key]MirrorWant{"group-members": {{"GROUP#g1", "USER#u1"}: {Source: plan.Key{"USER#u1", "GROUP#g1"},
+			mirrors: map[string]map[plan.Key]MirrorWant{"group-members": {key("GROUP#g1", "USER#u1"): {Source: key("USER#u1", "GROUP#g1"),
 				Item: record.Item{"pk": S("GROUP#g1"), "sk": S("USER#u1"), "gsi1pk": S("USER#u1"), "gsi1sk": S("MEMBER#g1"), "role": S("admin")}}}},
 		},
 		{
 			name:   "file: counted and summed",
 			ev:     ev,
 			item:   record.Item{"pk": S("FOLDER#f1"), "sk": S("FILE#2025-01-01#x1"), "size": N("1.5")},
-			totals: totals{"folder-file-count": {{"FOLDER#f1", "METADATA"}: "1"}, "folder-size": {{"FOLDER#f1", "METADATA"}: "1.5"}},
+			totals: totals{"folder-file-count": {key("FOLDER#f1", "METADATA"): "1"}, "folder-size": {key("FOLDER#f1", "METADATA"): "1.5"}},
 		},
 		{
 			name:   "file of size zero: counted, adds nothing",
 			ev:     ev,
 			item:   record.Item{"pk": S("FOLDER#f1"), "sk": S("FILE#2025-01-01#x1"), "size": N("0")},
-			totals: totals{"folder-file-count": {{"FOLDER#f1", "METADATA"}: "1"}},
+			totals: totals{"folder-file-count": {key("FOLDER#f1", "METADATA"): "1"}},
 		},
 		{
 			name:   "file with a text size: a problem for the sum only",
 			ev:     ev,
 			item:   record.Item{"pk": S("FOLDER#f1"), "sk": S("FILE#2025-01-01#x1"), "size": S("big")},
-			totals: totals{"folder-file-count": {{"FOLDER#f1", "METADATA"}: "1"}},
+			totals: totals{"folder-file-count": {key("FOLDER#f1", "METADATA"): "1"}},
 			probs:  []string{"folder-size: sum value size is a string"},
 		},
 		{name: "reserved item: ignored", ev: ev, item: record.Item{"pk": S("_dn#m#e1"), "sk": S("_dn#m#")}},
@@ -183,7 +185,7 @@ func TestObserve(t *testing.T) {
 			name:   "member: a copy target (no expectation) counted into its group",
 			ev:     ev,
 			item:   record.Item{"pk": S("GROUP#g1"), "sk": S("USER#u1"), "gsi1pk": S("USER#u1"), "gsi1sk": S("MEMBER#g1")},
-			totals: totals{"group-member-count": {{"GROUP#g1", "METADATA"}: "1"}},
+			totals: totals{"group-member-count": {key("GROUP#g1", "METADATA"): "1"}},
 		},
 		{
 			name: "sum with where: inactive player not summed",
@@ -194,7 +196,7 @@ func TestObserve(t *testing.T) {
 			name:   "sum with where: active player summed",
 			ev:     opt,
 			item:   record.Item{"pk": S("TEAM#t1"), "sk": S("PLAYER#p1"), "points": N("5"), "active": &types.AttributeValueMemberBOOL{Value: true}},
-			totals: totals{"team-score": {{"TEAM#t1", "META"}: "5"}},
+			totals: totals{"team-score": {key("TEAM#t1", "META"): "5"}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
