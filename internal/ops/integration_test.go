@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -414,7 +415,12 @@ func TestBackfillMaxWCU(t *testing.T) {
 	}
 	cfg := fx.config(true)
 	cfg.Mode, cfg.MaxWCU = "backfill --rule user-posts --max-wcu 5", 5
+	var bar bytes.Buffer
+	cfg.Progress = &bar
 	rep := fx.run(cfg)
+	if !strings.Contains(bar.String(), "items/s") || !strings.Contains(bar.String(), "100%") {
+		t.Errorf("progress bar output %q: want items/s and 100%%", bar.String())
+	}
 	if rep.Writes != int64(opstest.Tiny.Posts) || rep.ConsumedWCU < float64(opstest.Tiny.Posts) {
 		t.Fatalf("%d writes, %.0f WCU: want a mirror write per post", rep.Writes, rep.ConsumedWCU)
 	}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/denorm/denorm/internal/ops"
+)
+
+func init() {
+	register(command{name: "backfill", summary: "apply the rules to the items a table already holds (rate-limited, resumable)", run: runBackfill})
+}
+
+// runBackfill makes every copy, mirror, count and sum of an existing table what the rules
+// say: it is verify --repair with a write-capacity cap, a checkpoint to resume from, and a
+// dry run. Interrupted (Ctrl-C), it saves the checkpoint and says how to resume.
+func runBackfill(ctx context.Context, args []string) error {
+	fs := newFlags("backfill", "--rules FILE --table NAME [--endpoint URL] [--rule NAME] [--segments N] [--max-wcu N] [--dry-run] [--checkpoint FILE]")
+	var o opsFlags
+	o.register(fs, 100)
+	dryRun := fs.Bool("dry-run", false, "write nothing: report what the backfill would change")
+	checkpoint := fs.String("checkpoint", "", "resume from and save progress to this file (removed when the backfill completes)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := o.check(fs); err != nil {
+		return err
+	}
+	mode := "backfill"
+	if *dryRun {
+		mode = "backfill --dry-run"
+	}
+	cfg, err := o.config(ctx, mode)
+	if err != nil {
+		return err
+	}
+	cfg.Repair = !*dryRun
+	cfg.Checkpoint = *checkpoint
+	rep, err := ops.Run(ctx, cfg)
+	if perr := o.print(os.Stdout, rep); perr != nil && err == nil {
+		err = perr
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		if *checkpoint != "" {
+			return &exitError{code: 130, err: fmt.Errorf("interrupted; progress saved in %s: run the same command to resume", *checkpoint)}
+		}
+		return &exitError{code: 130, err: errors.New("interrupted; nothing saved (pass --checkpoint FILE to make a backfill resumable)")}
+	case err != nil:
+		if *checkpoint != "" && !errors.Is(err, ops.ErrCheckpointMismatch) {
+			err = fmt.Errorf("%w (progress saved in %s: run the same command to resume)", err, *checkpoint)
+		}
+		return err
+	case rep.Problems > 0 || rep.Unrepaired > 0 && !*dryRun:
+		return &exitError{code: 1, err: fmt.Errorf("%d items left unrepaired, %d items the rules cannot evaluate: run denorm verify", rep.Unrepaired, rep.Problems)}
+	}
+	return nil
+}
