@@ -1,0 +1,430 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/workload"
+)
+
+// Options shape the workload beyond its size.
+type Options struct {
+	// PutOverCopies lets the application replace copy targets (comments, memberships) with
+	// PutItem, dropping what Denorm copied into them. Off, such writes are UpdateItems of the
+	// same attributes. Off by default until TestPutOverPushedCopyIsPulledAgain passes.
+	PutOverCopies bool
+	// Relink moves comments to another author while renames are processed. Off by default
+	// until TestPushAfterRelinkLoses passes.
+	Relink bool
+}
+
+// Plan is a generated workload: the operations, phase after phase, and the model of the
+// table they leave behind.
+type Plan struct {
+	Ops   []workload.Op
+	Model *Model
+	// PoisonRecords is how many stream records of the workload can never be applied.
+	PoisonRecords int
+	// Expiries is how many items the workload expires through TTL.
+	Expiries int
+	// Rounds is the number of chaos rounds after the base workload.
+	Rounds int
+}
+
+// Generate returns about n operations over the social example (rules/social.yaml), the
+// same for the same seed and faults. The social workload (internal/workload) creates the
+// population and churns it; then rounds follow, each in five phases (a phase starts when the
+// one before it is written, so parents exist before their children):
+//
+//	create    short-lived users, posts, folders and groups (with a future ttl)
+//	children  comments, files and memberships under them; poison records
+//	churn     renames, comments added, re-linked, deleted, rewritten with a stale copy;
+//	          membership churn and flapping; post status flips and author changes (in and
+//	          out of user-post-count's where); file size changes, decimal sizes; unwatched
+//	          attribute updates; TTL expiry of comments, files and memberships
+//	expire    TTL expiry (or deletion) of about half of the round's parents
+//	after     deletes and size changes under the expired parents (their counters must not
+//	          come back); deletion of the poison files
+func Generate(seed uint64, n int, f Faults, opt Options) *Plan {
+	g := &gen{rng: rand.New(rand.NewPCG(seed, 0xc4a05)), m: NewModel(), f: f, opt: opt,
+		base: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	sc := workload.Scale{
+		Users: max(6, n/200), Posts: max(8, n/100), Comments: n / 15, Groups: max(3, n/1500),
+		Memberships: n / 40, Folders: max(3, n/1500), Files: n / 40, Churn: n / 10,
+	}
+	for _, op := range workload.Social(seed, sc) {
+		g.emit(op)
+	}
+	size := min(max(n/25, 150), 3000)
+	for r := 0; len(g.ops) < n; r++ {
+		g.round(r, min(size, max(n-len(g.ops), 60)))
+	}
+	return &Plan{Ops: g.ops, Model: g.m, PoisonRecords: g.poison, Expiries: g.expiries, Rounds: g.rounds}
+}
+
+type gen struct {
+	rng      *rand.Rand
+	m        *Model
+	f        Faults
+	opt      Options
+	base     time.Time
+	ops      []workload.Op
+	phase    string
+	poison   int
+	expiries int
+	rounds   int
+	seq      int // unique ids
+}
+
+func (g *gen) emit(op workload.Op) {
+	if op.Put != nil && !g.opt.PutOverCopies {
+		k := keyOf(op.Put)
+		if it, live := g.m.Item(k); live && (KindOf(k, it) == Comment || KindOf(k, it) == Membership) {
+			set := make(map[string]types.AttributeValue, len(op.Put))
+			for a, v := range op.Put {
+				if a != "pk" && a != "sk" {
+					set[a] = v
+				}
+			}
+			op = workload.Op{Phase: op.Phase, Key: keyItem(k), Set: set}
+		}
+	}
+	if g.phase != "" {
+		op.Phase = g.phase
+	}
+	g.ops = append(g.ops, op)
+	g.m.Apply(op)
+}
+
+func (g *gen) id(prefix string) string {
+	g.seq++
+	return fmt.Sprintf("%s%d", prefix, g.seq)
+}
+
+func (g *gen) ts() string {
+	return g.base.Add(time.Duration(g.rng.IntN(86400*60)) * time.Second).Format(time.RFC3339)
+}
+
+// round writes one round of about size operations.
+func (g *gen) round(r, size int) {
+	g.rounds++
+	start := len(g.ops)
+	prefix := fmt.Sprintf("r%d", r)
+	var users, posts, folders, groups []Key
+
+	g.phase = prefix + "-create"
+	for i := 0; i < size/100+1; i++ {
+		u := g.id(prefix + "u")
+		k := Key{"USER#" + u, "PROFILE"}
+		g.emit(put("pk", k.PK, "sk", k.SK, "name", "Ephemeral "+u, "avatar", "https://img.example/"+u+".png",
+			"email", u+"@example.com", "ttl", ttlFuture))
+		users = append(users, k)
+	}
+	for i := 0; i < size/50+1; i++ {
+		author, ok := g.m.pick(g.rng, User)
+		if !ok {
+			break
+		}
+		p := g.id(prefix + "p")
+		k := Key{"POST#" + p, "METADATA"}
+		g.emit(put("pk", k.PK, "sk", k.SK, "userId", strings.TrimPrefix(author.PK, "USER#"), "title", "Post "+p,
+			"status", g.status(), "ttl", ttlFuture))
+		posts = append(posts, k)
+	}
+	for i := 0; i < size/200+1; i++ {
+		fo := g.id(prefix + "f")
+		k := Key{"FOLDER#" + fo, "METADATA"}
+		g.emit(put("pk", k.PK, "sk", k.SK, "name", "Folder "+fo, "ttl", ttlFuture))
+		folders = append(folders, k)
+		gr := g.id(prefix + "g")
+		k = Key{"GROUP#" + gr, "METADATA"}
+		g.emit(put("pk", k.PK, "sk", k.SK, "name", "Group "+gr, "ttl", ttlFuture))
+		groups = append(groups, k)
+	}
+
+	g.phase = prefix + "-children"
+	for i := 0; i < size/10 && len(posts) > 0; i++ {
+		g.comment(posts[g.rng.IntN(len(posts))])
+	}
+	for i := 0; i < size/20; i++ {
+		g.file(folders[g.rng.IntN(len(folders))])
+		g.membership(groups[g.rng.IntN(len(groups))])
+	}
+	var poisonFiles []Key
+	if g.f.Poison {
+		for _, kind := range []byte{PoisonBadType, PoisonNoSeq, PoisonTruncated} {
+			v := g.id("v")
+			g.emit(put("pk", VoidFolder+v, "sk", "FILE#2025-01-01#"+v+string(kind), "name", "void", "size", 1))
+			g.poison++
+		}
+		if fo, ok := g.m.pick(g.rng, Folder); ok {
+			x := g.id("bad")
+			k := Key{fo.PK, "FILE#" + g.ts()[:10] + "#" + x}
+			g.emit(put("pk", k.PK, "sk", k.SK, "name", x+".pdf", "size", "12 kB"))
+			poisonFiles = append(poisonFiles, k)
+			g.poison += 2 // its INSERT now, its REMOVE in the after phase
+		}
+	}
+
+	g.phase = prefix + "-churn"
+	for len(g.ops)-start < size*8/10 {
+		g.churn()
+	}
+
+	g.phase = prefix + "-expire"
+	var gone []Key
+	for _, list := range [][]Key{users, posts, folders, groups} {
+		for i, k := range list {
+			if _, live := g.m.Item(k); live && i%2 == 0 {
+				g.expire(k)
+				gone = append(gone, k)
+			}
+		}
+	}
+
+	g.phase = prefix + "-after"
+	for _, parent := range gone {
+		switch {
+		case strings.HasPrefix(parent.PK, "POST#"):
+			for _, c := range g.children(Comment, func(k Key) bool { return k.PK == parent.PK }) {
+				if g.rng.IntN(2) == 0 {
+					g.emit(del(c))
+				}
+			}
+		case strings.HasPrefix(parent.PK, "FOLDER#"):
+			for _, fk := range g.children(File, func(k Key) bool { return k.PK == parent.PK }) {
+				if g.rng.IntN(2) == 0 {
+					g.emit(del(fk))
+				} else {
+					g.emit(update(fk, "size", g.size()))
+				}
+			}
+		case strings.HasPrefix(parent.PK, "GROUP#"):
+			gid := strings.TrimPrefix(parent.PK, "GROUP#")
+			for _, mk := range g.children(Membership, func(k Key) bool { return k.SK == "GROUP#"+gid }) {
+				if g.rng.IntN(2) == 0 {
+					g.emit(del(mk))
+				}
+			}
+		case strings.HasPrefix(parent.PK, "USER#"):
+			uid := strings.TrimPrefix(parent.PK, "USER#")
+			for _, ck := range g.children(Comment, func(k Key) bool {
+				it, _ := g.m.Item(k)
+				return str(it["gsi1pk"]) == "USER#"+uid
+			}) {
+				if g.rng.IntN(3) == 0 {
+					g.emit(del(ck))
+				}
+			}
+		}
+	}
+	for _, k := range poisonFiles {
+		g.emit(del(k))
+	}
+	g.phase = ""
+}
+
+// churn emits one random change (sometimes a few operations on one item).
+func (g *gen) churn() {
+	pick := func(kind Kind) (Key, bool) { return g.m.pick(g.rng, kind) }
+	switch k := g.rng.IntN(100); {
+	case k < 12: // rename a user: comments and member items follow
+		if u, ok := pick(User); ok {
+			set := []any{"name", "User " + g.id("n")}
+			if g.rng.IntN(3) == 0 {
+				set = append(set, "avatar", "https://img.example/"+g.id("a")+".png")
+			}
+			g.emit(update(u, set...))
+		}
+	case k < 16:
+		if gr, ok := pick(Group); ok {
+			g.emit(update(gr, "name", "Group "+g.id("n")))
+		}
+	case k < 31:
+		if p, ok := pick(Post); ok {
+			g.comment(p)
+		}
+	case k < 37:
+		if c, ok := pick(Comment); ok {
+			g.emit(del(c))
+		}
+	case k < 41: // the application writes a stale copy of the author's name over the real one
+		if c, ok := pick(Comment); ok {
+			it, _ := g.m.Item(c)
+			g.emit(put("pk", c.PK, "sk", c.SK, "gsi1pk", str(it["gsi1pk"]), "gsi1sk", str(it["gsi1sk"]),
+				"text", "edited", "userName", "stale"))
+		}
+	case k < 44: // a comment moves to another author: counts move, the copy is pulled anew
+		if c, ok := pick(Comment); ok && g.opt.Relink {
+			if u, ok := pick(User); ok {
+				g.emit(update(c, "gsi1pk", u.PK))
+			}
+		}
+	case k < 52:
+		if gr, ok := pick(Group); ok {
+			g.membership(gr)
+		}
+	case k < 57:
+		if mk, ok := pick(Membership); ok {
+			g.emit(del(mk))
+		}
+	case k < 60: // flapping: joined, left, joined again
+		if gr, ok := pick(Group); ok {
+			if mk := g.membership(gr); mk.PK != "" {
+				g.emit(del(mk))
+				g.membership(gr, mk)
+			}
+		}
+	case k < 70: // in and out of user-post-count's where, sometimes with a new author
+		if p, ok := pick(Post); ok {
+			set := []any{"status", g.status()}
+			if g.rng.IntN(3) == 0 {
+				if u, ok := pick(User); ok {
+					set = append(set, "userId", strings.TrimPrefix(u.PK, "USER#"))
+				}
+			}
+			g.emit(update(p, set...))
+		}
+	case k < 73:
+		if p, ok := pick(Post); ok {
+			g.emit(update(p, "title", "Post "+g.id("t")))
+		}
+	case k < 83: // a new file, or a new size for one
+		if g.rng.IntN(2) == 0 {
+			if fk, ok := pick(File); ok {
+				g.emit(update(fk, "size", g.size()))
+				return
+			}
+		}
+		if fo, ok := pick(Folder); ok {
+			g.file(fo)
+		}
+	case k < 87:
+		if fk, ok := pick(File); ok {
+			g.emit(del(fk))
+		}
+	case k < 90: // nothing any rule watches: the processor must write nothing
+		if u, ok := pick(User); ok {
+			g.emit(update(u, "email", g.id("e")+"@example.com"))
+		}
+	default: // TTL expiry of a leaf
+		kinds := []Kind{Comment, File, Membership}
+		if k, ok := pick(kinds[g.rng.IntN(len(kinds))]); ok {
+			g.expire(k)
+		}
+	}
+}
+
+func (g *gen) status() string {
+	if g.rng.IntN(3) == 0 {
+		return "draft"
+	}
+	return "published"
+}
+
+// size is a file size: mostly whole bytes, sometimes with a fraction (sums are decimal).
+func (g *gen) size() any {
+	n := g.rng.IntN(1<<20) + 1
+	if g.rng.IntN(8) == 0 {
+		return num(strconv.Itoa(n) + "." + strconv.Itoa(g.rng.IntN(99)+1))
+	}
+	return n
+}
+
+func (g *gen) comment(post Key) {
+	author, ok := g.m.pick(g.rng, User)
+	if !ok {
+		return
+	}
+	at := g.ts()
+	c := g.id("c")
+	g.emit(put("pk", post.PK, "sk", "COMMENT#"+at+"#"+c, "gsi1pk", author.PK, "gsi1sk", "COMMENT#"+at,
+		"text", "comment "+c, "userName", "?", "ttl", ttlFuture))
+}
+
+func (g *gen) file(folder Key) {
+	x := g.id("x")
+	g.emit(put("pk", folder.PK, "sk", "FILE#"+g.ts()[:10]+"#"+x, "name", x+".pdf", "size", g.size(), "ttl", ttlFuture))
+}
+
+// membership puts a membership of a random user in group (or at the key given).
+func (g *gen) membership(group Key, at ...Key) Key {
+	gid := strings.TrimPrefix(group.PK, "GROUP#")
+	var k Key
+	if len(at) > 0 {
+		k = at[0]
+	} else {
+		u, ok := g.m.pick(g.rng, User)
+		if !ok {
+			return Key{}
+		}
+		k = Key{u.PK, "GROUP#" + gid}
+	}
+	roles := []string{"member", "member", "admin"}
+	g.emit(put("pk", k.PK, "sk", k.SK, "gsi2pk", "GROUP#"+gid, "gsi2sk", k.PK,
+		"role", roles[g.rng.IntN(len(roles))], "joinedAt", g.ts(), "ttl", ttlFuture))
+	return k
+}
+
+// expire lets the TTL process delete k: its ttl goes into the past, then it is deleted
+// (DynamoDB Local never expires items; the hooks give the REMOVE the TTL identity). With
+// TTL faults off it is a plain delete.
+func (g *gen) expire(k Key) {
+	if g.f.TTL {
+		g.emit(update(k, "ttl", ttlExpired))
+		g.expiries++
+	}
+	g.emit(del(k))
+}
+
+// children returns the live items of kind that keep passes, in a stable order.
+func (g *gen) children(kind Kind, keep func(Key) bool) []Key {
+	var out []Key
+	for _, k := range g.m.Live(kind) {
+		if keep(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// num is a number attribute written as given (a decimal).
+type num string
+
+// put builds a Put from name/value pairs: strings, ints and nums.
+func put(kv ...any) workload.Op {
+	return workload.Op{Put: attrs(kv)}
+}
+
+func update(k Key, kv ...any) workload.Op {
+	return workload.Op{Key: keyItem(k), Set: attrs(kv)}
+}
+
+func del(k Key) workload.Op { return workload.Op{Del: keyItem(k)} }
+
+func keyItem(k Key) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: k.PK}, "sk": &types.AttributeValueMemberS{Value: k.SK}}
+}
+
+func attrs(kv []any) map[string]types.AttributeValue {
+	item := make(map[string]types.AttributeValue, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		name := kv[i].(string)
+		switch v := kv[i+1].(type) {
+		case string:
+			item[name] = &types.AttributeValueMemberS{Value: v}
+		case int:
+			item[name] = &types.AttributeValueMemberN{Value: strconv.Itoa(v)}
+		case num:
+			item[name] = &types.AttributeValueMemberN{Value: string(v)}
+		default:
+			panic(fmt.Sprintf("chaos: attribute %s of type %T", name, v))
+		}
+	}
+	return item
+}

@@ -1,0 +1,242 @@
+package chaos
+
+import (
+	"fmt"
+	"math/big"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/record"
+)
+
+// Mismatch is one way the table differs from what the application wrote plus what
+// rules/social.yaml says Denorm keeps.
+type Mismatch struct {
+	Key  Key
+	What string // "missing", "zombie", "attribute", "unfinished job"
+	Attr string
+	Got  string
+	Want string
+}
+
+func (m Mismatch) String() string {
+	s := fmt.Sprintf("%s %s %s: %s", m.What, m.Key.PK, m.Key.SK, m.Attr)
+	if m.Got != "" || m.Want != "" {
+		s += fmt.Sprintf(" = %s, want %s", m.Got, m.Want)
+	}
+	return s
+}
+
+// ruleWritten lists, per kind, the attributes Denorm writes on items the application also
+// writes: the application's value is not expected there.
+var ruleWritten = map[Kind][]string{
+	User:       {"postCount", "commentCount"},
+	Post:       {"commentCount"},
+	Group:      {"memberCount"},
+	Folder:     {"fileCount", "totalBytes"},
+	Comment:    {"userName", "userAvatar"},
+	Membership: {"groupName"},
+}
+
+// Oracle computes, from the model alone, every counter, sum, copy and mirror of
+// rules/social.yaml, and compares the table with it: a check independent of the planner
+// and of the verify engine (which both evaluate the rules file). Items Denorm reserves
+// (_dn...) are ignored, except fan-out jobs, which must all have finished.
+func Oracle(m *Model, table map[Key]record.Item) []Mismatch {
+	o := &oracle{m: m, table: table}
+	o.expect()
+	o.compare()
+	sort.Slice(o.out, func(i, j int) bool {
+		a, b := o.out[i], o.out[j]
+		if a.Key != b.Key {
+			return a.Key.PK+"\x00"+a.Key.SK < b.Key.PK+"\x00"+b.Key.SK
+		}
+		return a.Attr < b.Attr
+	})
+	return o.out
+}
+
+type oracle struct {
+	m     *Model
+	table map[Key]record.Item
+	want  map[Key]record.Item // every non-reserved item the table must hold, with the attributes checked
+	extra map[Key][]string    // attributes the table item may hold beyond want
+	out   []Mismatch
+}
+
+func (o *oracle) expect() {
+	m := o.m
+	o.want = map[Key]record.Item{}
+	o.extra = map[Key][]string{}
+	comments, authored, posts, members, files := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+	bytes := map[string]*big.Rat{}
+	for _, k := range m.Live(Comment) {
+		it, _ := m.Item(k)
+		comments[k.PK]++
+		authored[str(it["gsi1pk"])]++
+	}
+	for _, k := range m.Live(Post) {
+		it, _ := m.Item(k)
+		if str(it["status"]) == "published" {
+			posts["USER#"+str(it["userId"])]++
+		}
+	}
+	for _, k := range m.Live(Membership) {
+		members["GROUP#"+strings.TrimPrefix(k.SK, "GROUP#")]++
+	}
+	for _, k := range m.Live(File) {
+		it, _ := m.Item(k)
+		files[k.PK]++
+		if bytes[k.PK] == nil {
+			bytes[k.PK] = new(big.Rat)
+		}
+		if n, ok := it["size"].(*types.AttributeValueMemberN); ok {
+			if r, ok := new(big.Rat).SetString(n.Value); ok {
+				bytes[k.PK].Add(bytes[k.PK], r)
+			}
+		}
+	}
+	count := func(n int) types.AttributeValue { return &types.AttributeValueMemberN{Value: fmt.Sprint(n)} }
+	m.Items(func(k Key, it record.Item) {
+		kind := KindOf(k, it)
+		w := record.Item{}
+		for a, v := range it {
+			w[a] = v
+		}
+		for _, a := range ruleWritten[kind] {
+			delete(w, a)
+		}
+		o.extra[k] = ruleWritten[kind]
+		switch kind {
+		case User:
+			w["postCount"] = count(posts[k.PK])
+			w["commentCount"] = count(authored[k.PK])
+		case Post:
+			w["commentCount"] = count(comments[k.PK])
+			mk := Key{"USER#" + str(it["userId"]), "POST#" + strings.TrimPrefix(k.PK, "POST#")}
+			o.want[mk] = record.Item{"title": it["title"], "status": it["status"]}
+		case Group:
+			w["memberCount"] = count(members[k.PK])
+		case Folder:
+			w["fileCount"] = count(files[k.PK])
+			total := bytes[k.PK]
+			if total == nil {
+				total = new(big.Rat)
+			}
+			w["totalBytes"] = &types.AttributeValueMemberN{Value: total.FloatString(2)}
+		case Comment:
+			if u, ok := m.Item(Key{str(it["gsi1pk"]), "PROFILE"}); ok {
+				w["userName"], w["userAvatar"] = u["name"], u["avatar"]
+			}
+		case Membership:
+			gid := strings.TrimPrefix(k.SK, "GROUP#")
+			if gr, ok := m.Item(Key{"GROUP#" + gid, "METADATA"}); ok {
+				w["groupName"] = gr["name"]
+			} else {
+				w["groupName"] = nil // onSourceDelete: remove
+			}
+			mk := Key{"GROUP#" + gid, k.PK}
+			mirror := record.Item{"role": it["role"], "joinedAt": it["joinedAt"], "gsi1pk": &types.AttributeValueMemberS{Value: k.PK},
+				"gsi1sk": &types.AttributeValueMemberS{Value: "MEMBER#" + gid}}
+			if u, ok := m.Item(Key{k.PK, "PROFILE"}); ok {
+				mirror["userName"] = u["name"]
+			}
+			o.want[mk] = mirror
+			o.extra[mk] = []string{"userName"}
+		}
+		o.want[k] = w
+	})
+}
+
+func (o *oracle) compare() {
+	for k, it := range o.table {
+		if strings.HasPrefix(k.PK, "_dn") {
+			if strings.HasPrefix(k.PK, "_dn#job#") {
+				o.add(k, "unfinished job", "", "", "")
+			}
+			continue
+		}
+		if _, ok := o.want[k]; !ok {
+			o.add(k, "zombie", "", render(it), "no item")
+		}
+	}
+	for k, w := range o.want {
+		it, ok := o.table[k]
+		if !ok {
+			o.add(k, "missing", "", "", render(w))
+			continue
+		}
+		for a, v := range w {
+			if !equalAV(it[a], v) {
+				o.add(k, "attribute", a, renderAV(it[a]), renderAV(v))
+			}
+		}
+		allowed := map[string]bool{"pk": true, "sk": true}
+		for _, a := range o.extra[k] {
+			allowed[a] = true
+		}
+		for a, v := range it {
+			if _, checked := w[a]; !checked && !allowed[a] && !strings.HasPrefix(a, "_dn") {
+				o.add(k, "attribute", a, renderAV(v), "absent")
+			}
+		}
+	}
+}
+
+func (o *oracle) add(k Key, what, attr, got, want string) {
+	o.out = append(o.out, Mismatch{Key: k, What: what, Attr: attr, Got: got, Want: want})
+}
+
+// equalAV compares attribute values; numbers by value (DynamoDB normalizes them), a
+// missing counter as zero, nil as absent.
+func equalAV(got, want types.AttributeValue) bool {
+	if want == nil {
+		return got == nil
+	}
+	wn, wok := want.(*types.AttributeValueMemberN)
+	if wok {
+		gv := "0"
+		if gn, ok := got.(*types.AttributeValueMemberN); ok {
+			gv = gn.Value
+		} else if got != nil {
+			return false
+		}
+		a, ok1 := new(big.Rat).SetString(gv)
+		b, ok2 := new(big.Rat).SetString(wn.Value)
+		return ok1 && ok2 && a.Cmp(b) == 0
+	}
+	return reflect.DeepEqual(got, want)
+}
+
+func renderAV(v types.AttributeValue) string {
+	switch x := v.(type) {
+	case nil:
+		return "absent"
+	case *types.AttributeValueMemberS:
+		return fmt.Sprintf("%q", x.Value)
+	case *types.AttributeValueMemberN:
+		return x.Value
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func render(it record.Item) string {
+	names := make([]string, 0, len(it))
+	for a := range it {
+		names = append(names, a)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("{")
+	for i, a := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(a + ": " + renderAV(it[a]))
+	}
+	b.WriteString("}")
+	return b.String()
+}

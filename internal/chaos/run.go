@@ -1,0 +1,345 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/denorm/denorm/internal/apply"
+	"github.com/denorm/denorm/internal/esm"
+	"github.com/denorm/denorm/internal/ops"
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/workload"
+)
+
+// Config is one chaos run.
+type Config struct {
+	Endpoint  string // DynamoDB Local
+	Table     string // created when missing; the caller deletes it
+	RulesPath string // rules/social.yaml: the oracle knows its rules
+	Seed      uint64
+	// Ops is the number of application operations (about: rounds are whole).
+	Ops    int
+	Faults Faults
+	// Workload shapes the generated operations.
+	Workload Options
+	// BatchSize of the event source mapping (default 100).
+	BatchSize int
+	// Workers write the workload in parallel, each item's operations in order (default 4).
+	Workers int
+	// OnFailureDir receives the on-failure records (required).
+	OnFailureDir string
+	// BisectItemFailures returns a batch item failure at the first record of a batch of
+	// several as a function error, so the emulator bisects it. AWS documents bisection on
+	// partial batch responses; the emulator retries the batch whole and, once the retry
+	// budget is spent, discards the records behind the failed one with it. See
+	// docs/reliability.md ("poison at the head of a batch").
+	BisectItemFailures bool
+	// Logger receives the handler's and the mapping's logs (default: none).
+	Logger *slog.Logger
+	// Progress receives a line every ProgressEvery (default 30 s) while the run goes on.
+	Progress      io.Writer
+	ProgressEvery time.Duration
+	// DrainTimeout bounds the wait for the stream to drain after the last write
+	// (default 10 minutes).
+	DrainTimeout time.Duration
+}
+
+// FunctionStats add up the handler's per-invocation metrics (its EMF lines).
+type FunctionStats struct {
+	Invocations, Records, Effects, Writes, DuplicatesSkipped, Retries, Failures, FanOutPages int64
+	WCU                                                                                      float64
+}
+
+// Result is what a run did and found.
+type Result struct {
+	Ops, Rounds, Expiries int
+	// Items is the number of items in the table at the end.
+	Items         int
+	Duration      time.Duration
+	WriteDuration time.Duration
+	DrainDuration time.Duration
+	Mapping       esm.Stats
+	Function      FunctionStats
+	Injected      Counts
+	// PoisonExpected is how many records of the workload can never be applied; Poison the
+	// ones the hooks saw, by sequence number.
+	PoisonExpected int
+	Poison         map[string]string
+	Failures       []esm.FailureRecord
+	Verify         *ops.Report
+	Oracle         []Mismatch
+}
+
+// Run provisions the table, starts the event source mapping emulator over its stream with
+// the real handler and executor (wrapped in the fault injectors), writes the generated
+// workload as an application would, waits for the stream to drain, and checks the table:
+// the verify engine, the oracle, the on-failure destination. It returns an error only when
+// the run could not be made; what the checks found is in the Result (see Result.Problems).
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.OnFailureDir == "" {
+		return nil, errors.New("chaos: OnFailureDir is required")
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = 100
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 4
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.DrainTimeout == 0 {
+		cfg.DrainTimeout = 10 * time.Minute
+	}
+	if cfg.ProgressEvery == 0 {
+		cfg.ProgressEvery = 30 * time.Second
+	}
+	start := time.Now()
+	plan := Generate(cfg.Seed, cfg.Ops, cfg.Faults, cfg.Workload)
+	res := &Result{Ops: len(plan.Ops), Rounds: plan.Rounds, Expiries: plan.Expiries, PoisonExpected: plan.PoisonRecords}
+	counts := &counters{}
+	budget := newBudget(cfg.Faults.MaxPerBatch)
+	margin := 50 * time.Millisecond
+	sink := &emfSink{}
+	hooks := newHooks(cfg.Faults, cfg.Seed, budget, counts)
+	p, err := StartPipeline(ctx, PipelineConfig{
+		Endpoint: cfg.Endpoint, Table: cfg.Table, RulesPath: cfg.RulesPath, Logger: cfg.Logger, Metrics: sink,
+		// Small pages and one inline page: renames go through fan-out jobs under faults too.
+		Apply:   apply.Options{PageSize: 20, InlinePages: 1, DeadlineMargin: margin},
+		WrapAPI: func(db apply.API) apply.API { return NewAPI(db, cfg.Faults, cfg.Seed, counts) },
+		WrapInvoker: func(next esm.Invoker) esm.Invoker {
+			return &Invoker{next: next, faults: cfg.Faults, dice: newDice(cfg.Seed, 3), budget: budget,
+				counts: counts, margin: margin, bisectAtHead: cfg.BisectItemFailures}
+		},
+		Mapping: esm.Config{
+			BatchSize: cfg.BatchSize,
+			// More than MaxPerBatch: injected faults alone never exhaust it.
+			MaximumRetryAttempts: esm.Int(budget.max + 1), BisectBatchOnFunctionError: true,
+			ReportBatchItemFailures: true, OnFailureDir: cfg.OnFailureDir,
+			RetryBackoff: 10 * time.Millisecond, Hooks: hooks.ESM(),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	m := p.Mapping
+	db := p.DB
+
+	var written atomic.Int64
+	if cfg.Progress != nil {
+		tick := time.NewTicker(cfg.ProgressEvery)
+		defer tick.Stop()
+		quit := make(chan struct{})
+		defer close(quit)
+		go func() {
+			for {
+				select {
+				case <-quit:
+					return
+				case <-tick.C:
+					st := m.Stats()
+					fmt.Fprintf(cfg.Progress, "chaos: %s ops %d/%d records %d batches %d invocations %d onFailure %d\n",
+						time.Since(start).Round(time.Second), written.Load(), len(plan.Ops), st.Records, st.Batches, st.Invocations, st.OnFailure)
+				}
+			}
+		}()
+	}
+
+	t0 := time.Now()
+	if err := workload.Write(ctx, db, cfg.Table, plan.Ops, cfg.Workers, func() { written.Add(1) }); err != nil {
+		_ = p.Close()
+		return res, err
+	}
+	res.WriteDuration = time.Since(t0)
+	t1 := time.Now()
+	dctx, cancel := context.WithTimeout(ctx, cfg.DrainTimeout)
+	defer cancel()
+	if err := m.Drain(dctx, time.Second); err != nil {
+		_ = p.Close()
+		return res, fmt.Errorf("draining the stream: %w", err)
+	}
+	res.DrainDuration = time.Since(t1)
+	if err := p.Close(); err != nil {
+		return res, fmt.Errorf("event source mapping: %w", err)
+	}
+	res.Duration = time.Since(start)
+	res.Mapping = m.Stats()
+	res.Function = sink.stats()
+	res.Injected = counts.snapshot()
+	res.Poison = hooks.Poison()
+	if res.Failures, err = ReadFailures(cfg.OnFailureDir); err != nil {
+		return res, err
+	}
+
+	ev, err := ops.NewEvaluator(p.File, "")
+	if err != nil {
+		return res, err
+	}
+	if res.Verify, err = ops.Run(ctx, ops.Config{API: db, Table: cfg.Table, Eval: ev, Examples: 10}); err != nil {
+		return res, fmt.Errorf("verify: %w", err)
+	}
+	table, err := Scan(ctx, db, cfg.Table)
+	if err != nil {
+		return res, err
+	}
+	res.Items = len(table)
+	res.Oracle = Oracle(plan.Model, table)
+	return res, nil
+}
+
+// Problems lists every check the run failed; none means Denorm kept every invariant.
+func (r *Result) Problems() []string {
+	var out []string
+	if r.Verify != nil && !r.Verify.Clean() {
+		out = append(out, fmt.Sprintf("verify: drift %d, problems %d", r.Verify.Drift, r.Verify.Problems))
+	}
+	for i, m := range r.Oracle {
+		if i == 20 {
+			out = append(out, fmt.Sprintf("oracle: ... %d more", len(r.Oracle)-20))
+			break
+		}
+		out = append(out, "oracle: "+m.String())
+	}
+	if len(r.Poison) != r.PoisonExpected {
+		out = append(out, fmt.Sprintf("poison: the hooks saw %d poison records, the workload has %d", len(r.Poison), r.PoisonExpected))
+	}
+	out = append(out, CheckFailures(r.Failures, r.Poison)...)
+	if int(r.Mapping.OnFailure) != len(r.Poison) {
+		out = append(out, fmt.Sprintf("on-failure: %d records discarded, want exactly the %d poison records", r.Mapping.OnFailure, len(r.Poison)))
+	}
+	return out
+}
+
+// CheckFailures checks that the on-failure destination holds each poison record alone and
+// nothing else: no record behind a poison record was discarded with it.
+func CheckFailures(frs []esm.FailureRecord, poison map[string]string) []string {
+	var out []string
+	got := map[string]bool{}
+	for _, fr := range frs {
+		info := fr.DDBStreamBatchInfo
+		if _, ok := poison[info.StartSequenceNumber]; !ok || info.BatchSize != 1 || info.EndSequenceNumber != info.StartSequenceNumber {
+			out = append(out, fmt.Sprintf("on-failure: batch %s..%s (%d records, %s) is not one poison record",
+				info.StartSequenceNumber, info.EndSequenceNumber, info.BatchSize, fr.RequestContext.Condition))
+			continue
+		}
+		got[info.StartSequenceNumber] = true
+	}
+	var missing []string
+	for seq := range poison {
+		if !got[seq] {
+			missing = append(missing, seq+" ("+poison[seq]+")")
+		}
+	}
+	sort.Strings(missing)
+	for _, s := range missing {
+		out = append(out, "on-failure: poison record "+s+" is not in the destination")
+	}
+	return out
+}
+
+// ReadFailures reads the on-failure records of dir.
+func ReadFailures(dir string) ([]esm.FailureRecord, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(paths)
+	var out []esm.FailureRecord
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		var fr esm.FailureRecord
+		if err := json.Unmarshal(b, &fr); err != nil {
+			return nil, fmt.Errorf("reading on-failure record %s: %w", p, err)
+		}
+		out = append(out, fr)
+	}
+	return out, nil
+}
+
+// Scan reads the whole table with strongly consistent reads.
+func Scan(ctx context.Context, db *dynamodb.Client, table string) (map[Key]record.Item, error) {
+	out := map[Key]record.Item{}
+	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("scanning %s: %w", table, err)
+		}
+		for _, it := range page.Items {
+			out[keyOf(it)] = it
+		}
+	}
+	return out, nil
+}
+
+// WriteSummary writes the run's figures.
+func (r *Result) WriteSummary(w io.Writer) {
+	drift, problems := int64(-1), int64(-1)
+	if r.Verify != nil {
+		drift, problems = r.Verify.Drift, r.Verify.Problems
+	}
+	f, mp, in := r.Function, r.Mapping, r.Injected
+	fmt.Fprintf(w, "operations            %d (%d chaos rounds, %d TTL expiries)\n", r.Ops, r.Rounds, r.Expiries)
+	fmt.Fprintf(w, "stream records        %d read, %d filtered out; %d batches, %d invocations (%d retries, %d bisects)\n",
+		mp.Records, mp.Filtered, mp.Batches, mp.Invocations, mp.Retries, mp.Bisects)
+	fmt.Fprintf(w, "function              %d records handled, %d writes, %.0f WCU, %d duplicates skipped, %d client retries, %d fan-out pages\n",
+		f.Records, f.Writes, f.WCU, f.DuplicatesSkipped, f.Retries, f.FanOutPages)
+	fmt.Fprintf(w, "faults injected       %d throttles, %d conflicts, %d crashes (%d lost writes), %d short deadlines (%d overran), %d lost responses, %d TTL records, %d poison records\n",
+		in.Throttles, in.Conflicts, in.Crashes, in.LostWrites, in.Timeouts, in.TimedOut, in.LostResponses, in.TTLRecords, in.Poisoned)
+	fmt.Fprintf(w, "failed invocations    %d (function errors and batch item failures); %d head failures bisected\n", mp.Failures, in.BisectedAtHead)
+	fmt.Fprintf(w, "on-failure            %d records in %d files (%d poison records expected)\n", mp.OnFailure, len(r.Failures), r.PoisonExpected)
+	fmt.Fprintf(w, "duration              %s (writing %s, draining after the last write %s)\n",
+		r.Duration.Round(time.Second), r.WriteDuration.Round(time.Second), r.DrainDuration.Round(time.Second))
+	fmt.Fprintf(w, "table                 %d items\n", r.Items)
+	fmt.Fprintf(w, "verify                drift %d, problems %d\n", drift, problems)
+	fmt.Fprintf(w, "oracle                %d mismatches\n", len(r.Oracle))
+}
+
+// emfSink adds up the handler's Embedded Metric Format lines.
+type emfSink struct {
+	mu sync.Mutex
+	s  FunctionStats
+}
+
+func (e *emfSink) Write(p []byte) (int, error) {
+	var line struct {
+		Records, Effects, Writes, DuplicatesSkipped, Retries, Failures, FanOutPages int64
+		ConsumedWCU                                                                 float64
+	}
+	if json.Unmarshal(p, &line) == nil {
+		e.mu.Lock()
+		e.s.Invocations++
+		e.s.Records += line.Records
+		e.s.Effects += line.Effects
+		e.s.Writes += line.Writes
+		e.s.DuplicatesSkipped += line.DuplicatesSkipped
+		e.s.Retries += line.Retries
+		e.s.Failures += line.Failures
+		e.s.FanOutPages += line.FanOutPages
+		e.s.WCU += line.ConsumedWCU
+		e.mu.Unlock()
+	}
+	return len(p), nil
+}
+
+func (e *emfSink) stats() FunctionStats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.s
+}
