@@ -39,6 +39,15 @@ demo:
 ddb-fetch:
 	$(DDB) fetch
 
+## soak: the reliability suite's long run (tests/reliability): SOAK_OPS operations with every
+## fault on; passes only with zero drift. `make soak SOAK_OPS=5000` for a short one.
+SOAK_OPS ?= 100000
+SOAK_SEED ?= 1
+.PHONY: soak
+soak:
+	DENORM_SOAK_OPS=$(SOAK_OPS) DENORM_SOAK_SEED=$(SOAK_SEED) $(DDB) run -- \
+	  $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./tests/reliability/
+
 clean:
 	rm -rf dist
 

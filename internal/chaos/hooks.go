@@ -54,6 +54,11 @@ type Hooks struct {
 	ttl    map[string]bool
 }
 
+// NewHooks returns the hooks of f on their own (Run builds its own).
+func NewHooks(f Faults, seed uint64) *Hooks {
+	return newHooks(f, seed, newBudget(f.MaxPerBatch), &counters{})
+}
+
 func newHooks(f Faults, seed uint64, b *budget, c *counters) *Hooks {
 	return &Hooks{faults: f, dice: newDice(seed, 2), budget: b, counts: c,
 		poison: map[string]string{}, ttl: map[string]bool{}}

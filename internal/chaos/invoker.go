@@ -28,6 +28,12 @@ type Invoker struct {
 	bisectAtHead bool
 }
 
+// BisectAtHead wraps next so that a batch item failure at the first record of a batch of
+// several is a function error, which the emulator bisects (see Config.BisectItemFailures).
+func BisectAtHead(next esm.Invoker) esm.Invoker {
+	return &Invoker{next: next, dice: newDice(0, 0), budget: newBudget(0), counts: &counters{}, bisectAtHead: true}
+}
+
 // Invoke implements esm.Invoker.
 func (iv *Invoker) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	raws, _ := record.SplitEvent(payload) // an unreadable event gets no fault: it fails anyway

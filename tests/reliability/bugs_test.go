@@ -3,6 +3,7 @@ package reliability
 import (
 	"context"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -193,3 +194,22 @@ func TestPushAfterRelinkLoses(t *testing.T) {
 		t.Fatalf("comment moved to USER#u1 (Bob, b.png) holds userName %s, userAvatar %s", attrS(c, "userName"), attrS(c, "userAvatar"))
 	}
 }
+
+func getItemDB(t *testing.T, db *dynamodb.Client, table, pk, sk string) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Item
+}
+
+func attrN(it map[string]types.AttributeValue, name string) string {
+	if n, ok := it[name].(*types.AttributeValueMemberN); ok {
+		return n.Value
+	}
+	return "<absent>"
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,18 +1,65 @@
 package reliability
 
 import (
+	"os"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/denorm/denorm/internal/chaos"
 )
 
-// Every fault at once on a short workload: the table ends exactly as the rules say, the
-// poison records and only they are in the on-failure destination.
+// Every fault at once on a short workload: the table ends exactly as the rules say (verify
+// engine and oracle), the poison records and only they are in the on-failure destination.
 func TestEveryFaultConverges(t *testing.T) {
-	run(t, chaos.Config{Seed: 1, Ops: 1500, Faults: chaos.Everything(), BisectItemFailures: true, BatchSize: 50})
+	run(t, chaos.Config{Seed: envUint("DENORM_CHAOS_SEED", 1), Ops: 1500, Faults: chaos.Everything(),
+		BisectItemFailures: true, BatchSize: 50})
 }
 
-// No faults: the baseline the fault runs are compared with.
-func TestNoFaultConverges(t *testing.T) {
-	run(t, chaos.Config{Seed: 2, Ops: 800})
+// Each fault alone, so a failure names its fault; "none" is the baseline.
+func TestEachFaultAlone(t *testing.T) {
+	all := chaos.Everything()
+	for _, tc := range []struct {
+		name string
+		f    chaos.Faults
+	}{
+		{"none", chaos.Faults{}},
+		{"delivered twice", chaos.Faults{DeliverTwice: true}},
+		{"crash after k writes", chaos.Faults{Crash: 0.3, LostWrite: 0.5}},
+		{"short deadlines", chaos.Faults{Timeout: 0.3}},
+		{"lost responses and bisection", chaos.Faults{LostResponse: 0.3}},
+		{"throttling and conflicts", chaos.Faults{Throttle: 0.15, Conflict: 0.3}},
+		{"poison and TTL", chaos.Faults{Poison: all.Poison, TTL: all.TTL}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			run(t, chaos.Config{Seed: 10, Ops: 350, Faults: tc.f, BisectItemFailures: true, BatchSize: 25})
+		})
+	}
+}
+
+// TestSoak is `make soak`: DENORM_SOAK_OPS operations (skipped when unset) with every
+// fault on, seed DENORM_SOAK_SEED (default 1).
+func TestSoak(t *testing.T) {
+	n := int(envUint("DENORM_SOAK_OPS", 0))
+	if n == 0 {
+		t.Skip("soak: set DENORM_SOAK_OPS (make soak SOAK_OPS=100000)")
+	}
+	cfg := chaos.Config{Seed: envUint("DENORM_SOAK_SEED", 1), Ops: n, Faults: chaos.Everything(), BisectItemFailures: true,
+		Progress: os.Stderr, ProgressEvery: time.Minute, DrainTimeout: 2 * time.Hour}
+	res := run(t, cfg)
+	if dir := os.Getenv("DENORM_SOAK_REPORT"); dir != "" && res != nil {
+		f, err := os.Create(dir)
+		if err == nil {
+			res.WriteSummary(f)
+			_ = f.Close()
+		}
+	}
+}
+
+func envUint(name string, def uint64) uint64 {
+	if v, err := strconv.ParseUint(os.Getenv(name), 10, 64); err == nil {
+		return v
+	}
+	return def
 }

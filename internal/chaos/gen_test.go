@@ -1,0 +1,234 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/workload"
+)
+
+func fingerprint(ops []workload.Op) string {
+	var b strings.Builder
+	for _, op := range ops {
+		for _, m := range []map[string]types.AttributeValue{op.Put, op.Del, op.Key, op.Set} {
+			b.WriteString(render(m))
+		}
+		b.WriteString(op.Phase + "\n")
+	}
+	return b.String()
+}
+
+// The same seed gives the same workload; the size is about what was asked; every kind of
+// change the suite promises is in it.
+func TestGenerate(t *testing.T) {
+	a, b := Generate(7, 3000, Everything(), Options{}), Generate(7, 3000, Everything(), Options{})
+	if fingerprint(a.Ops) != fingerprint(b.Ops) {
+		t.Fatal("the same seed gave different workloads")
+	}
+	if c := Generate(8, 3000, Everything(), Options{}); fingerprint(c.Ops) == fingerprint(a.Ops) {
+		t.Fatal("different seeds gave the same workload")
+	}
+	if n := len(a.Ops); n < 3000 || n > 3300 {
+		t.Errorf("%d operations, want about 3000", n)
+	}
+	if a.PoisonRecords != 5*a.Rounds || a.Expiries == 0 || a.Model.Expired != a.Expiries {
+		t.Errorf("poison %d over %d rounds, expiries %d (model %d)", a.PoisonRecords, a.Rounds, a.Expiries, a.Model.Expired)
+	}
+	kinds := map[string]int{}
+	for _, op := range a.Ops {
+		switch {
+		case op.Put != nil:
+			kinds["put "+kindName(KindOf(keyOf(op.Put), op.Put))]++
+		case op.Del != nil:
+			kinds["delete "+kindName(KindOf(keyOf(op.Del), nil))]++
+		default:
+			for attr := range op.Set {
+				kinds["update "+attr]++
+			}
+		}
+	}
+	for _, want := range []string{"put User", "put Post", "put Comment", "put Group", "put Membership", "put Folder", "put File",
+		"delete Comment", "delete Membership", "delete File", "delete Post", "delete User", "delete Group", "delete Folder",
+		"update name", "update status", "update userId", "update size", "update ttl", "update email", "update userName"} {
+		if kinds[want] == 0 {
+			t.Errorf("no %q in the workload: %v", want, kinds)
+		}
+	}
+	// Without the opt-ins the application never replaces a live copy target with PutItem.
+	m := NewModel()
+	for _, op := range a.Ops {
+		if op.Put != nil {
+			k := keyOf(op.Put)
+			if it, live := m.Item(k); live && (KindOf(k, it) == Comment || KindOf(k, it) == Membership) {
+				t.Fatalf("Put over live %s %s", k.PK, k.SK)
+			}
+		}
+		m.Apply(op)
+	}
+}
+
+func kindName(k Kind) string {
+	return [...]string{"Other", "User", "Post", "Comment", "Group", "Membership", "Folder", "File"}[k]
+}
+
+func TestModel(t *testing.T) {
+	m := NewModel()
+	k := Key{"USER#u1", "PROFILE"}
+	m.Apply(update(k, "name", "A")) // UpdateItem creates
+	m.Apply(update(k, "email", "a@x"))
+	it, ok := m.Item(k)
+	if !ok || str(it["name"]) != "A" || str(it["email"]) != "a@x" || len(m.Live(User)) != 1 {
+		t.Fatalf("after two updates: %v", render(it))
+	}
+	m.Apply(put("pk", k.PK, "sk", k.SK, "name", "B")) // PutItem replaces
+	if it, _ := m.Item(k); it["email"] != nil {
+		t.Fatal("Put kept an attribute")
+	}
+	m.Apply(update(k, "ttl", ttlExpired))
+	m.Apply(del(k))
+	if _, ok := m.Item(k); ok || len(m.Live(User)) != 0 || m.Expired != 1 {
+		t.Fatalf("after expiry: live %v, expired %d", ok, m.Expired)
+	}
+	f := Key{"FOLDER#f1", "FILE#2025-01-01#x"}
+	m.Apply(put("pk", f.PK, "sk", f.SK, "size", "12 kB"))
+	if len(m.Live(File)) != 0 {
+		t.Fatal("a file with a string size is a File")
+	}
+}
+
+// The oracle finds nothing in the table it expects, and finds each kind of damage.
+func TestOracle(t *testing.T) {
+	p := Generate(3, 1500, Everything(), Options{})
+	o := &oracle{m: p.Model}
+	o.expect()
+	table := map[Key]record.Item{}
+	for k, w := range o.want {
+		it := record.Item{"pk": &types.AttributeValueMemberS{Value: k.PK}, "sk": &types.AttributeValueMemberS{Value: k.SK}}
+		for a, v := range w {
+			if v != nil {
+				it[a] = v
+			}
+		}
+		table[k] = it
+	}
+	table[Key{"_dn#m#e1", "_dn#m#e1"}] = record.Item{}
+	if ms := Oracle(p.Model, table); len(ms) != 0 {
+		t.Fatalf("perfect table: %v", ms[0])
+	}
+	post := p.Model.Live(Post)[0]
+	user := p.Model.Live(User)[0]
+	comment := p.Model.Live(Comment)[0]
+	table[post]["commentCount"] = &types.AttributeValueMemberN{Value: "999"}
+	table[Key{user.PK, "POST#ghost"}] = record.Item{"title": &types.AttributeValueMemberS{Value: "x"}}
+	table[Key{"_dn#job#comment-author#x", "_dn#job#"}] = record.Item{}
+	delete(table, comment)
+	table[user]["unexpected"] = &types.AttributeValueMemberS{Value: "x"}
+	got := map[string]bool{}
+	for _, m := range Oracle(p.Model, table) {
+		got[m.What+" "+m.Attr] = true
+	}
+	for _, want := range []string{"attribute commentCount", "zombie ", "unfinished job ", "missing ", "attribute unexpected"} {
+		if !got[want] {
+			t.Errorf("the oracle missed %q (found %v)", want, got)
+		}
+	}
+}
+
+func TestEqualAV(t *testing.T) {
+	n := func(s string) types.AttributeValue { return &types.AttributeValueMemberN{Value: s} }
+	for _, tc := range []struct {
+		got, want types.AttributeValue
+		eq        bool
+	}{
+		{n("5.1"), n("5.10"), true}, {nil, n("0"), true}, {n("0"), n("0.00"), true}, {nil, n("1"), false},
+		{&types.AttributeValueMemberS{Value: "1"}, n("1"), false}, {nil, nil, true}, {n("1"), nil, false},
+	} {
+		if equalAV(tc.got, tc.want) != tc.eq {
+			t.Errorf("equalAV(%s, %s) != %v", renderAV(tc.got), renderAV(tc.want), tc.eq)
+		}
+	}
+}
+
+func sampleRecord(t testing.TB, op record.Op, old, new record.Item) json.RawMessage {
+	t.Helper()
+	c := record.Change{EventID: "e1", Seq: "000000000000000000042", Op: op, Old: old, New: new,
+		Keys: record.Item{"pk": old["pk"], "sk": old["sk"]}, Created: time.Unix(1735689600, 0), SizeBytes: 100,
+		Source: "arn:aws:dynamodb:ddblocal:000000000000:table/t/stream/2025"}
+	if new != nil {
+		c.Keys = record.Item{"pk": new["pk"], "sk": new["sk"]}
+	}
+	raw, err := record.EncodeChange(c, "", "ddblocal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// Each poison kind fails where it should: the decoder, or the event as a whole.
+func TestPoisonRecords(t *testing.T) {
+	file := func(kind byte) record.Item {
+		return put("pk", VoidFolder+"1", "sk", "FILE#2025-01-01#v1"+string(kind), "size", 1).Put
+	}
+	h := NewHooks(Faults{Poison: true}, 1)
+	for _, kind := range []byte{PoisonBadType, PoisonNoSeq, PoisonTruncated} {
+		raw := sampleRecord(t, record.Insert, nil, file(kind))
+		bad := h.rewrite(raw)
+		_, decErr := record.Decode(bad)
+		_, splitErr := record.SplitEvent(record.EncodeEvent([]json.RawMessage{bad}))
+		switch kind {
+		case PoisonBadType, PoisonNoSeq:
+			if decErr == nil || splitErr != nil {
+				t.Errorf("%c: decode error %v, event error %v", kind, decErr, splitErr)
+			}
+		case PoisonTruncated:
+			if splitErr == nil {
+				t.Errorf("%c: the event still parses", kind)
+			}
+		}
+		if kind == PoisonNoSeq && seqOf(bad) != "" {
+			t.Errorf("the sequence number is still there")
+		}
+	}
+	if len(h.Poison()) != 1 {
+		t.Errorf("poison seen: %v (the three share a sequence number)", h.Poison())
+	}
+	// A file whose size is a string is poison as it is.
+	h = NewHooks(Faults{Poison: true}, 1)
+	good := h.rewrite(sampleRecord(t, record.Insert, nil, put("pk", "FOLDER#f", "sk", "FILE#2025-01-01#x", "size", "12 kB").Put))
+	if _, err := record.Decode(good); err != nil || len(h.Poison()) != 1 {
+		t.Errorf("string size: decode %v, poison %v", err, h.Poison())
+	}
+}
+
+// A REMOVE of an item whose ttl passed gets the TTL identity; others are left alone.
+func TestHooksExpire(t *testing.T) {
+	h := NewHooks(Faults{TTL: true}, 1)
+	for _, tc := range []struct {
+		ttl  int
+		want bool
+	}{{ttlExpired, true}, {ttlFuture, false}} {
+		old := put("pk", "POST#p1", "sk", "COMMENT#x", "ttl", tc.ttl).Put
+		out := h.rewrite(sampleRecord(t, record.Remove, old, nil))
+		c, err := record.Decode(out)
+		if err != nil || c.TTL != tc.want {
+			t.Errorf("ttl %d: TTL %v (error %v), want %v", tc.ttl, c.TTL, err, tc.want)
+		}
+		if !strings.Contains(string(out), `"awsRegion":"ddblocal"`) {
+			t.Errorf("the region changed: %s", out)
+		}
+	}
+}
+
+func TestBudget(t *testing.T) {
+	b := newBudget(2)
+	got := fmt.Sprint(b.take("a"), b.take("a"), b.take("a"), b.take("b"), b.take(""))
+	if got != "true true false true false" {
+		t.Fatal(got)
+	}
+}
