@@ -39,6 +39,21 @@ demo:
 ddb-fetch:
 	$(DDB) fetch
 
+# --- benchmarks (docs/benchmarks.md) ---------------------------------------------------------
+# Extra `denorm bench` flags, e.g. BENCH_ARGS="--reps 3 --workloads comment-storm,rename"
+BENCH_ARGS ?=
+BENCH_OUT ?= .cache/bench
+BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+.PHONY: bench
+
+## bench: Denorm against a naive handler on one DynamoDB Local (cost, throughput, lag, ceiling), then the pure core's Go benchmarks
+bench:
+	@mkdir -p $(BENCH_OUT) dist
+	$(GO) build -o dist/denorm ./cmd/denorm
+	$(DDB) run -- dist/denorm bench --out $(BENCH_OUT) $(BENCH_ARGS)
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=2s -count=6 ./internal/record ./internal/plan ./internal/bench | tee $(BENCH_OUT)/core.txt
+	$(GO) run $(BENCHSTAT) $(BENCH_OUT)/core.txt
+
 ## soak: the reliability suite's long run (tests/reliability): SOAK_OPS operations with every
 ## fault on; passes only with zero drift. `make soak SOAK_OPS=5000` for a short one.
 SOAK_OPS ?= 100000

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/denorm/denorm/internal/bench"
+)
+
+func init() {
+	register(command{name: "bench", summary: "write cost, throughput and lag: Denorm against a naive handler on DynamoDB Local", run: runBench})
+}
+
+func runBench(ctx context.Context, args []string) error {
+	fs := newFlags("bench", "[--endpoint URL] [--workloads a,b] [--reps N] [--size full|smoke|tiny] [--out DIR]")
+	endpoint := fs.String("endpoint", os.Getenv("DENORM_DYNAMODB_ENDPOINT"), "DynamoDB Local endpoint; empty starts one")
+	rulesPath := fs.String("rules", "rules/social.yaml", "the social example's rules file (workloads use subsets of it)")
+	workloads := fs.String("workloads", "", "comma-separated workloads (default all: comment-storm, posts-per-user, membership-churn, rename, social-mix)")
+	reps := fs.Int("reps", 2, "runs per system and workload (Denorm and the baseline alternate)")
+	size := fs.String("size", "full", "full (what docs/benchmarks.md reports), smoke (a few minutes) or tiny (seconds, for tests)")
+	seed := fs.Uint64("seed", 1, "workload seed")
+	ceiling := fs.Duration("ceiling", 3*time.Second, "duration of each raw ceiling measurement (0 skips it)")
+	out := fs.String("out", "", "directory for bench.json, bench.md and bench.png (default: print the tables only)")
+	keep := fs.Bool("keep-tables", false, "keep the benchmark tables (default: delete each after its run)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg := bench.Config{RulesPath: *rulesPath, Reps: *reps, Seed: *seed, KeepTables: *keep, Progress: os.Stderr}
+	switch *size {
+	case "full":
+		cfg.Size = bench.Full
+	case "smoke":
+		cfg.Size = bench.Smoke
+	case "tiny":
+		cfg.Size = bench.Tiny
+	default:
+		return fmt.Errorf("--size %q: want full, smoke or tiny", *size)
+	}
+	if *workloads != "" {
+		cfg.Workloads = strings.Split(*workloads, ",")
+	}
+	cfg.Ceiling = *ceiling
+	if *ceiling == 0 {
+		cfg.Ceiling = -1
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ep, stop, err := ensureEndpoint(ctx, *endpoint)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	cfg.Endpoint = ep
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteMarkdown(os.Stdout); err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := writeBenchFiles(rep, *out); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "bench: wrote %s\n", filepath.Join(*out, "bench.{json,md,png}"))
+	}
+	if !rep.AllVerified {
+		return &exitError{code: 1, err: errors.New("a run did not verify clean: exactly-once broken (see verify in bench.json)")}
+	}
+	return nil
+}
+
+func writeBenchFiles(rep *bench.Report, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, write := range map[string]func(f *os.File) error{
+		"bench.json": func(f *os.File) error { return rep.WriteJSON(f) },
+		"bench.md":   func(f *os.File) error { return rep.WriteMarkdown(f) },
+		"bench.png":  func(f *os.File) error { return rep.WritePNG(f) },
+	} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if err := write(f); err != nil {
+			f.Close()
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,559 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/exprval"
+)
+
+// Baseline is the stream handler a team writes by hand for the social example
+// (rules/social.yaml) without Denorm, in the style of the seed's single-table guide: it walks
+// the batch record by record; every record that changes counters gets one
+// TransactWriteItems holding an idempotency marker for its event and the counter updates;
+// every copy found by querying gets one UpdateItem; mirrors and pulls get one write each.
+// Nothing is coalesced across records. It is correct under in-order delivery and
+// re-delivery (the markers), which is what `denorm verify` checks after each run.
+//
+// Only the rules named in Rules run, so a workload compares like with like.
+type Baseline struct {
+	DB    API
+	Table string
+	Rules map[string]bool
+	// Applied, when set, is called after each record is fully applied (lag measurement).
+	Applied func(rec *events.DynamoDBEventRecord, at time.Time)
+	// Floor, when set, receives every logical effect, to compute the floor.
+	Floor *floorCounter
+	Now   func() time.Time
+}
+
+// markerTTL outlives stream retention (24 h) plus retries, like Denorm's markers.
+const markerTTL = 7 * 24 * time.Hour
+
+// Handle is the Lambda handler (lambda.NewHandler(b.Handle)).
+func (b *Baseline) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
+	for i := range ev.Records {
+		rec := &ev.Records[i]
+		if err := b.process(ctx, rec); err != nil {
+			// Report the first record not applied: the stream resumes there.
+			resp.BatchItemFailures = append(resp.BatchItemFailures,
+				events.DynamoDBBatchItemFailure{ItemIdentifier: rec.Change.SequenceNumber})
+			return resp, nil
+		}
+		if b.Applied != nil {
+			b.Applied(rec, time.Now())
+		}
+	}
+	return resp, nil
+}
+
+type item = map[string]types.AttributeValue
+
+func (b *Baseline) process(ctx context.Context, rec *events.DynamoDBEventRecord) error {
+	pk, sk := str(rec.Change.Keys["pk"]), str(rec.Change.Keys["sk"])
+	old, nw := image(rec.Change.OldImage), image(rec.Change.NewImage)
+	insert := rec.EventName == "INSERT"
+	switch {
+	case strings.HasPrefix(pk, "_dn"):
+		return nil
+	case strings.HasPrefix(pk, "USER#") && sk == "PROFILE":
+		return b.user(ctx, pk, old, nw)
+	case strings.HasPrefix(pk, "POST#") && sk == "METADATA":
+		return b.post(ctx, rec, old, nw)
+	case strings.HasPrefix(pk, "POST#") && strings.HasPrefix(sk, "COMMENT#"):
+		return b.comment(ctx, rec, pk, sk, old, nw, insert)
+	case strings.HasPrefix(pk, "GROUP#") && sk == "METADATA":
+		return b.group(ctx, pk, old, nw)
+	case strings.HasPrefix(pk, "USER#") && strings.HasPrefix(sk, "GROUP#"):
+		return b.membership(ctx, pk, sk, old, nw, insert)
+	case strings.HasPrefix(pk, "GROUP#") && strings.HasPrefix(sk, "USER#"):
+		return b.member(ctx, rec, pk, sk, nw, insert)
+	case strings.HasPrefix(pk, "FOLDER#") && strings.HasPrefix(sk, "FILE#"):
+		return b.file(ctx, rec, pk, old, nw)
+	}
+	return nil
+}
+
+// user: a rename reaches every comment (gsi1, COMMENT#) and every member item (gsi1, MEMBER#).
+func (b *Baseline) user(ctx context.Context, pk string, old, nw item) error {
+	if nw == nil {
+		return nil // onSourceDelete: keep
+	}
+	if b.Rules["comment-author"] && (old == nil || changed(old, nw, "name", "avatar")) {
+		if err := b.copyToQueried(ctx, "gsi1", "gsi1pk", pk, "gsi1sk", "COMMENT#",
+			map[string]types.AttributeValue{"userName": nw["name"], "userAvatar": nw["avatar"]}); err != nil {
+			return err
+		}
+	}
+	if b.Rules["member-name"] && (old == nil || changed(old, nw, "name")) {
+		if err := b.copyToQueried(ctx, "gsi1", "gsi1pk", pk, "gsi1sk", "MEMBER#",
+			map[string]types.AttributeValue{"userName": nw["name"]}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// group: a rename reaches every membership (gsi2); a deleted group's name is removed.
+func (b *Baseline) group(ctx context.Context, pk string, old, nw item) error {
+	if !b.Rules["membership-group-name"] {
+		return nil
+	}
+	switch {
+	case nw == nil:
+		return b.copyToQueried(ctx, "gsi2", "gsi2pk", pk, "gsi2sk", "USER#", map[string]types.AttributeValue{"groupName": nil})
+	case old == nil || changed(old, nw, "name"):
+		return b.copyToQueried(ctx, "gsi2", "gsi2pk", pk, "gsi2sk", "USER#", map[string]types.AttributeValue{"groupName": nw["name"]})
+	}
+	return nil
+}
+
+// post: mirrored onto its author's page; counted into its author while published.
+func (b *Baseline) post(ctx context.Context, rec *events.DynamoDBEventRecord, old, nw item) error {
+	postID := strings.TrimPrefix(str(first(nw, old)["pk"]), "POST#")
+	if b.Rules["user-posts"] {
+		oldKey, newKey := "", ""
+		if old != nil {
+			oldKey = "USER#" + str(old["userId"])
+		}
+		if nw != nil {
+			newKey = "USER#" + str(nw["userId"])
+		}
+		if oldKey != "" && oldKey != newKey {
+			if err := b.deleteItem(ctx, oldKey, "POST#"+postID); err != nil {
+				return err
+			}
+		}
+		if newKey != "" && (oldKey != newKey || changed(old, nw, "title", "status")) {
+			if err := b.upsert(ctx, newKey, "POST#"+postID, pick(nw, "title", "status")); err != nil {
+				return err
+			}
+		}
+	}
+	if b.Rules["user-post-count"] {
+		var ds []delta
+		if old != nil && str(old["status"]) == "published" {
+			ds = append(ds, delta{"USER#" + str(old["userId"]), "PROFILE", "postCount", -1})
+		}
+		if nw != nil && str(nw["status"]) == "published" {
+			ds = append(ds, delta{"USER#" + str(nw["userId"]), "PROFILE", "postCount", 1})
+		}
+		return b.count(ctx, rec, ds)
+	}
+	return nil
+}
+
+// comment: counted into its post and its author; filled with its author's name on insert.
+func (b *Baseline) comment(ctx context.Context, rec *events.DynamoDBEventRecord, pk, sk string, old, nw item, insert bool) error {
+	var ds []delta
+	if b.Rules["post-comment-count"] {
+		switch {
+		case old == nil && nw != nil:
+			ds = append(ds, delta{pk, "METADATA", "commentCount", 1})
+		case old != nil && nw == nil:
+			ds = append(ds, delta{pk, "METADATA", "commentCount", -1})
+		}
+	}
+	if b.Rules["user-comment-count"] {
+		if u := str(get(old, "gsi1pk")); u != "" {
+			ds = append(ds, delta{u, "PROFILE", "commentCount", -1})
+		}
+		if u := str(get(nw, "gsi1pk")); u != "" {
+			ds = append(ds, delta{u, "PROFILE", "commentCount", 1})
+		}
+	}
+	if err := b.count(ctx, rec, ds); err != nil {
+		return err
+	}
+	if insert && b.Rules["comment-author"] {
+		return b.pull(ctx, pk, sk, nw, str(nw["gsi1pk"]), "PROFILE", map[string]string{"userName": "name", "userAvatar": "avatar"})
+	}
+	return nil
+}
+
+// membership: mirrored into the group's member list; filled with the group's name on insert.
+func (b *Baseline) membership(ctx context.Context, pk, sk string, old, nw item, insert bool) error {
+	group, user := sk, "USER#"+strings.TrimPrefix(pk, "USER#")
+	if b.Rules["group-members"] {
+		switch {
+		case nw == nil:
+			if err := b.deleteItem(ctx, group, user); err != nil {
+				return err
+			}
+		case old == nil || changed(old, nw, "role", "joinedAt"):
+			set := pick(nw, "role", "joinedAt")
+			set["gsi1pk"] = &types.AttributeValueMemberS{Value: pk}
+			set["gsi1sk"] = &types.AttributeValueMemberS{Value: "MEMBER#" + strings.TrimPrefix(group, "GROUP#")}
+			if err := b.upsert(ctx, group, user, set); err != nil {
+				return err
+			}
+		}
+	}
+	if insert && b.Rules["membership-group-name"] {
+		return b.pull(ctx, pk, sk, nw, group, "METADATA", map[string]string{"groupName": "name"})
+	}
+	return nil
+}
+
+// member: counted into its group; filled with the user's name on insert.
+func (b *Baseline) member(ctx context.Context, rec *events.DynamoDBEventRecord, pk, sk string, nw item, insert bool) error {
+	if b.Rules["group-member-count"] {
+		var ds []delta
+		switch rec.EventName {
+		case "INSERT":
+			ds = append(ds, delta{pk, "METADATA", "memberCount", 1})
+		case "REMOVE":
+			ds = append(ds, delta{pk, "METADATA", "memberCount", -1})
+		}
+		if err := b.count(ctx, rec, ds); err != nil {
+			return err
+		}
+	}
+	if insert && b.Rules["member-name"] {
+		return b.pull(ctx, pk, sk, nw, sk, "PROFILE", map[string]string{"userName": "name"})
+	}
+	return nil
+}
+
+// file: counted and summed into its folder.
+func (b *Baseline) file(ctx context.Context, rec *events.DynamoDBEventRecord, pk string, old, nw item) error {
+	var ds []delta
+	if b.Rules["folder-file-count"] {
+		switch {
+		case old == nil && nw != nil:
+			ds = append(ds, delta{pk, "METADATA", "fileCount", 1})
+		case old != nil && nw == nil:
+			ds = append(ds, delta{pk, "METADATA", "fileCount", -1})
+		}
+	}
+	if b.Rules["folder-size"] {
+		if d := number(get(nw, "size")) - number(get(old, "size")); d != 0 {
+			ds = append(ds, delta{pk, "METADATA", "totalBytes", d})
+		}
+	}
+	return b.count(ctx, rec, ds)
+}
+
+// delta adds N to Attr of the item PK/SK.
+type delta struct {
+	PK, SK, Attr string
+	N            int64
+}
+
+// count applies a record's counter updates together with the record's marker in one
+// TransactWriteItems; a marker that exists means the event was applied before.
+func (b *Baseline) count(ctx context.Context, rec *events.DynamoDBEventRecord, ds []delta) error {
+	// One Update per item: a transaction may not touch an item twice.
+	type target struct{ pk, sk string }
+	var order []target
+	adds := map[target]map[string]int64{}
+	for _, d := range ds {
+		t := target{d.PK, d.SK}
+		if adds[t] == nil {
+			adds[t] = map[string]int64{}
+			order = append(order, t)
+		}
+		adds[t][d.Attr] += d.N
+	}
+	items := []types.TransactWriteItem{{Put: &types.Put{
+		TableName: aws.String(b.Table),
+		Item: item{
+			"pk":  &types.AttributeValueMemberS{Value: "_dn#marker#" + rec.EventID},
+			"sk":  &types.AttributeValueMemberS{Value: "MARKER"},
+			"ttl": &types.AttributeValueMemberN{Value: strconv.FormatInt(b.now().Add(markerTTL).Unix(), 10)},
+		},
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	}}}
+	for _, t := range order {
+		var ub expression.UpdateBuilder
+		n := 0
+		for attr, v := range adds[t] {
+			if v == 0 {
+				continue
+			}
+			ub = ub.Add(expression.Name(attr), expression.Value(v))
+			n++
+			b.Floor.delta(t.pk, t.sk, attr, v)
+		}
+		if n == 0 {
+			continue
+		}
+		e, err := expression.NewBuilder().WithUpdate(ub).Build()
+		if err != nil {
+			return err
+		}
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName: aws.String(b.Table), Key: key(t.pk, t.sk), UpdateExpression: e.Update(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		}})
+	}
+	if len(items) == 1 {
+		return nil
+	}
+	_, err := b.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems: items, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	})
+	var tc *types.TransactionCanceledException
+	if errors.As(err, &tc) && len(tc.CancellationReasons) > 0 && aws.ToString(tc.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
+		return nil // a duplicate delivery: this event was counted before
+	}
+	if err != nil {
+		return fmt.Errorf("counting event %s: %w", rec.EventID, err)
+	}
+	return nil
+}
+
+// copyToQueried sets attrs (nil values are removed) on every item of the index partition
+// whose sort key starts with prefix: one UpdateItem per copy.
+func (b *Baseline) copyToQueried(ctx context.Context, index, pkAttr, pkValue, skAttr, prefix string, attrs map[string]types.AttributeValue) error {
+	kc := expression.Key(pkAttr).Equal(exprval.Str(pkValue)).And(expression.Key(skAttr).BeginsWith(prefix))
+	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return err
+	}
+	pages := dynamodb.NewQueryPaginator(b.DB, &dynamodb.QueryInput{
+		TableName: aws.String(b.Table), IndexName: aws.String(index), KeyConditionExpression: e.KeyCondition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("querying %s for %s: %w", index, pkValue, err)
+		}
+		for _, it := range page.Items {
+			pk, sk := str(it["pk"]), str(it["sk"])
+			diff := false
+			for a, v := range attrs {
+				diff = diff || !sameValue(it[a], v)
+			}
+			if diff {
+				b.Floor.changed(pk, sk)
+			}
+			if err := b.update(ctx, pk, sk, attrs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pull fills a new copy from its source, writing only what differs.
+func (b *Baseline) pull(ctx context.Context, pk, sk string, target item, srcPK, srcSK string, set map[string]string) error {
+	out, err := b.DB.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(b.Table), Key: key(srcPK, srcSK), ConsistentRead: aws.Bool(true),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", srcPK, err)
+	}
+	if out.Item == nil {
+		return nil
+	}
+	attrs := map[string]types.AttributeValue{}
+	for to, from := range set {
+		if v := out.Item[from]; !sameValue(target[to], v) {
+			attrs[to] = v
+		}
+	}
+	if len(attrs) == 0 {
+		return nil
+	}
+	b.Floor.changed(pk, sk)
+	return b.update(ctx, pk, sk, attrs)
+}
+
+// update sets attrs (nil values are removed) on an existing item; a deleted item is left alone.
+func (b *Baseline) update(ctx context.Context, pk, sk string, attrs map[string]types.AttributeValue) error {
+	var ub expression.UpdateBuilder
+	for a, v := range attrs {
+		if v == nil {
+			ub = ub.Remove(expression.Name(a))
+		} else {
+			ub = ub.Set(expression.Name(a), exprval.Of(v))
+		}
+	}
+	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(expression.AttributeExists(expression.Name("pk"))).Build()
+	if err != nil {
+		return err
+	}
+	_, err = b.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(b.Table), Key: key(pk, sk), UpdateExpression: e.Update(),
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	})
+	var cf *types.ConditionalCheckFailedException
+	if errors.As(err, &cf) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("updating %s %s: %w", pk, sk, err)
+	}
+	return nil
+}
+
+// upsert creates or updates a mirror item, keeping attributes other handlers wrote there.
+func (b *Baseline) upsert(ctx context.Context, pk, sk string, attrs map[string]types.AttributeValue) error {
+	var ub expression.UpdateBuilder
+	for a, v := range attrs {
+		ub = ub.Set(expression.Name(a), exprval.Of(v))
+	}
+	e, err := expression.NewBuilder().WithUpdate(ub).Build()
+	if err != nil {
+		return err
+	}
+	b.Floor.changed(pk, sk)
+	_, err = b.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(b.Table), Key: key(pk, sk), UpdateExpression: e.Update(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return fmt.Errorf("writing mirror %s %s: %w", pk, sk, err)
+	}
+	return nil
+}
+
+func (b *Baseline) deleteItem(ctx context.Context, pk, sk string) error {
+	b.Floor.changed(pk, sk)
+	_, err := b.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(b.Table), Key: key(pk, sk), ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return fmt.Errorf("deleting mirror %s %s: %w", pk, sk, err)
+	}
+	return nil
+}
+
+func (b *Baseline) now() time.Time {
+	if b.Now != nil {
+		return b.Now()
+	}
+	return time.Now()
+}
+
+func key(pk, sk string) item {
+	return item{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk}}
+}
+
+// image converts a stream image to SDK attribute values (nil for none).
+func image(m map[string]events.DynamoDBAttributeValue) item {
+	if m == nil {
+		return nil
+	}
+	out := make(item, len(m))
+	for k, v := range m {
+		out[k] = toAV(v)
+	}
+	return out
+}
+
+func toAV(v events.DynamoDBAttributeValue) types.AttributeValue {
+	switch v.DataType() {
+	case events.DataTypeString:
+		return &types.AttributeValueMemberS{Value: v.String()}
+	case events.DataTypeNumber:
+		return &types.AttributeValueMemberN{Value: v.Number()}
+	case events.DataTypeBoolean:
+		return &types.AttributeValueMemberBOOL{Value: v.Boolean()}
+	case events.DataTypeBinary:
+		return &types.AttributeValueMemberB{Value: v.Binary()}
+	case events.DataTypeStringSet:
+		return &types.AttributeValueMemberSS{Value: v.StringSet()}
+	case events.DataTypeNumberSet:
+		return &types.AttributeValueMemberNS{Value: v.NumberSet()}
+	case events.DataTypeBinarySet:
+		return &types.AttributeValueMemberBS{Value: v.BinarySet()}
+	case events.DataTypeList:
+		var l []types.AttributeValue
+		for _, e := range v.List() {
+			l = append(l, toAV(e))
+		}
+		return &types.AttributeValueMemberL{Value: l}
+	case events.DataTypeMap:
+		return &types.AttributeValueMemberM{Value: image(v.Map())}
+	}
+	return &types.AttributeValueMemberNULL{Value: true}
+}
+
+func str(v any) string {
+	switch x := v.(type) {
+	case *types.AttributeValueMemberS:
+		return x.Value
+	case events.DynamoDBAttributeValue:
+		if x.DataType() == events.DataTypeString {
+			return x.String()
+		}
+	}
+	return ""
+}
+
+func number(v types.AttributeValue) int64 {
+	if n, ok := v.(*types.AttributeValueMemberN); ok {
+		i, _ := strconv.ParseInt(n.Value, 10, 64)
+		return i
+	}
+	return 0
+}
+
+func get(it item, attr string) types.AttributeValue {
+	if it == nil {
+		return nil
+	}
+	return it[attr]
+}
+
+func first(a, b item) item {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func pick(it item, attrs ...string) map[string]types.AttributeValue {
+	out := map[string]types.AttributeValue{}
+	for _, a := range attrs {
+		if v, ok := it[a]; ok {
+			out[a] = v
+		}
+	}
+	return out
+}
+
+func changed(old, nw item, attrs ...string) bool {
+	for _, a := range attrs {
+		if !sameValue(get(old, a), get(nw, a)) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameValue compares scalar attribute values (what the social example copies).
+func sameValue(a, b types.AttributeValue) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case *types.AttributeValueMemberS:
+		y, ok := b.(*types.AttributeValueMemberS)
+		return ok && x.Value == y.Value
+	case *types.AttributeValueMemberN:
+		y, ok := b.(*types.AttributeValueMemberN)
+		return ok && x.Value == y.Value
+	case *types.AttributeValueMemberBOOL:
+		y, ok := b.(*types.AttributeValueMemberBOOL)
+		return ok && x.Value == y.Value
+	}
+	return false
+}

@@ -1,0 +1,64 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/denorm/denorm/internal/ddbtest"
+)
+
+// TestSmoke runs the comment storm at a tiny size through both systems on DynamoDB Local
+// and checks the report: both ran, exactly once held, the figures are there and Denorm's
+// watermark counters cost less than the baseline's transactions.
+func TestSmoke(t *testing.T) {
+	ep := ddbtest.Endpoint(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{Endpoint: ep, RulesPath: "../../rules/social.yaml", Workloads: []string{"comment-storm"},
+		Reps: 1, Size: Tiny, Ceiling: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.AllVerified || len(rep.Workloads) != 1 {
+		t.Fatalf("report: verified %v, %d workloads", rep.AllVerified, len(rep.Workloads))
+	}
+	w := rep.Workloads[0]
+	if len(w.Runs) != 2 || w.Runs[0].System != Denorm || w.Runs[1].System != Naive {
+		t.Fatalf("runs: %+v", w.Runs)
+	}
+	for _, r := range w.Runs {
+		t.Logf("%s: %v", r.System, r.PhaseSeconds)
+		if r.Usage.WCU <= 0 || r.RecordsPerSec <= 0 || r.Lag.N != Tiny.StormLive || !r.Verify.Clean {
+			t.Errorf("%s run: WCU %.0f, records/s %.0f, lag samples %d (want %d), verify %+v",
+				r.System, r.Usage.WCU, r.RecordsPerSec, r.Lag.N, Tiny.StormLive, r.Verify)
+		}
+	}
+	// 40 comments on 4 posts in one batch: 4 watermarked updates against 40 transactions.
+	if w.Runs[1].Usage.Transactions != Tiny.StormComments {
+		t.Errorf("baseline made %d transactions, want one per comment (%d)", w.Runs[1].Usage.Transactions, Tiny.StormComments)
+	}
+	if w.FloorWCU <= 0 || w.Ratios.WCUVsBaseline <= 0 || w.Ratios.WCUVsBaseline > 0.1 {
+		t.Errorf("floor %.0f WCU, Denorm/baseline %.3f (want <= 0.1)", w.FloorWCU, w.Ratios.WCUVsBaseline)
+	}
+	if w.Runs[0].HandlerWCU != w.Runs[0].Usage.ReportedWCU {
+		t.Errorf("Denorm's own stats say %.1f WCU, the meter saw %.1f reported", w.Runs[0].HandlerWCU, w.Runs[0].Usage.ReportedWCU)
+	}
+	var md, js bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| comment-storm | Denorm |") {
+		t.Errorf("markdown lacks the Denorm row:\n%s", md.String())
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Workloads) != 1 {
+		t.Errorf("JSON does not read back: %v", err)
+	}
+}

@@ -1,0 +1,106 @@
+package bench
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/denorm/denorm/internal/workload"
+)
+
+func TestFloorCounter(t *testing.T) {
+	f := newFloorCounter()
+	f.begin()
+	f.delta("POST#1", "METADATA", "commentCount", 1)
+	f.delta("POST#1", "METADATA", "commentCount", 1)
+	f.delta("POST#2", "METADATA", "commentCount", 1)
+	f.delta("POST#2", "METADATA", "commentCount", -1) // nets to zero: no write needed
+	f.changed("POST#1", "COMMENT#a")
+	f.changed("POST#1", "COMMENT#a")
+	f.end()
+	f.begin()
+	f.delta("POST#1", "METADATA", "commentCount", 1) // another batch: another write
+	f.end()
+	cost := func(k [2]string) float64 {
+		if k[1] == "COMMENT#a" {
+			return 2 // table + gsi1
+		}
+		return 1
+	}
+	writes, wcu := f.take(cost)
+	if writes != 3 || wcu != 4 {
+		t.Errorf("floor = %d writes, %.0f WCU; want 3 writes, 4 WCU", writes, wcu)
+	}
+	if w, _ := f.take(cost); w != 0 {
+		t.Errorf("take did not reset: %d", w)
+	}
+}
+
+func TestDist(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 100; i++ {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	d := distOf(ds)
+	if d.N != 100 || d.P50 != 50 || d.P99 != 99 || d.Max != 100 {
+		t.Errorf("distOf(1..100 ms) = %+v", d)
+	}
+	if (distOf(nil) != Dist{}) {
+		t.Error("empty distribution is not zero")
+	}
+}
+
+func TestLagObserver(t *testing.T) {
+	ops := []workload.Op{
+		put("pk", "POST#1", "sk", "COMMENT#a"),
+		update("POST#1", "METADATA", "status", "draft"),
+		del("POST#1", "COMMENT#a"),
+	}
+	o := newLagObserver(ops)
+	n := func(v string) events.DynamoDBAttributeValue { return events.NewNumberAttribute(v) }
+	s := func(v string) events.DynamoDBAttributeValue { return events.NewStringAttribute(v) }
+	rec := func(id, name string, old, nw map[string]events.DynamoDBAttributeValue, pk, sk string) *events.DynamoDBEventRecord {
+		return &events.DynamoDBEventRecord{EventID: id, EventName: name, Change: events.DynamoDBStreamRecord{
+			Keys: map[string]events.DynamoDBAttributeValue{"pk": s(pk), "sk": s(sk)}, OldImage: old, NewImage: nw}}
+	}
+	t0 := time.Unix(100, 0)
+	o.observe(rec("e1", "INSERT", nil, map[string]events.DynamoDBAttributeValue{tagAttr: n("0")}, "POST#1", "COMMENT#a"), t0.Add(10*time.Millisecond))
+	// The handler's own write to the post: the tag did not change, so it is not op 1.
+	o.observe(rec("e2", "MODIFY", map[string]events.DynamoDBAttributeValue{tagAttr: n("1")}, map[string]events.DynamoDBAttributeValue{tagAttr: n("1")}, "POST#1", "METADATA"), t0.Add(90*time.Millisecond))
+	o.observe(rec("e3", "MODIFY", nil, map[string]events.DynamoDBAttributeValue{tagAttr: n("1")}, "POST#1", "METADATA"), t0.Add(20*time.Millisecond))
+	o.observe(rec("e4", "REMOVE", map[string]events.DynamoDBAttributeValue{tagAttr: n("0")}, nil, "POST#1", "COMMENT#a"), t0.Add(30*time.Millisecond))
+	// A redelivery of e1 later: the record became visible only then.
+	o.observe(rec("e1", "INSERT", nil, map[string]events.DynamoDBAttributeValue{tagAttr: n("0")}, "POST#1", "COMMENT#a"), t0.Add(40*time.Millisecond))
+	lags, unseen := o.recordLags([]time.Time{t0, t0, t0})
+	want := []time.Duration{40 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond}
+	if unseen != 0 || len(lags) != 3 {
+		t.Fatalf("lags %v, unseen %d", lags, unseen)
+	}
+	for i := range want {
+		if lags[i] != want[i] {
+			t.Errorf("lag of op %d = %v, want %v", i, lags[i], want[i])
+		}
+	}
+}
+
+func TestSummarizeChecks(t *testing.T) {
+	r := &Report{Ceiling: Ceiling{Transact: CeilingShape{BestRequests: 100}, Update: CeilingShape{BestRequests: 200, BestItems: 200}}}
+	r.Workloads = []WorkloadResult{{Name: "storm", Targets: []Target{TargetSamePartition}, Runs: []RunResult{
+		{System: Denorm, Usage: Usage{WCU: 4}, RecordsPerSec: 500, Verify: Verify{Clean: true}},
+		{System: Naive, Usage: Usage{WCU: 400}, RecordsPerSec: 40, FloorWrites: 4, FloorWCU: 4, Verify: Verify{Clean: true}},
+		{System: Denorm, Usage: Usage{WCU: 6}, RecordsPerSec: 300, Verify: Verify{Clean: true}},
+		{System: Naive, Usage: Usage{WCU: 400}, RecordsPerSec: 20, FloorWrites: 4, FloorWCU: 4, Verify: Verify{Clean: true}},
+	}}}
+	r.summarize()
+	w := r.Workloads[0]
+	if w.Denorm.WCU != 5 || w.Baseline.RecordsPerSec != 30 || w.FloorWCU != 4 {
+		t.Errorf("medians: %+v %+v floor %v", w.Denorm, w.Baseline, w.FloorWCU)
+	}
+	if w.Ratios.WCUVsBaseline != 5.0/400 || w.Ratios.CeilingFraction != 4 {
+		t.Errorf("ratios: %+v", w.Ratios)
+	}
+	if len(w.Checks) != 3 || !w.Checks[0].Met || !w.Checks[1].Met || !w.Checks[2].Met || !r.AllVerified {
+		t.Errorf("checks: %+v", w.Checks)
+	}
+}

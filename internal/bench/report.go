@@ -1,0 +1,313 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Report is a whole benchmark run.
+type Report struct {
+	Machine        Machine          `json:"machine"`
+	Started        time.Time        `json:"started"`
+	Finished       time.Time        `json:"finished"`
+	Reps           int              `json:"reps"`
+	BatchSize      int              `json:"batchSize"`
+	PollIntervalMs float64          `json:"pollIntervalMs"`
+	Seed           uint64           `json:"seed"`
+	Ceiling        Ceiling          `json:"ceiling"`
+	CeilingAfter   *Ceiling         `json:"ceilingAfter,omitempty"`
+	Workloads      []WorkloadResult `json:"workloads"`
+	// AllVerified: every run of both systems ended with `denorm verify` clean.
+	AllVerified bool `json:"allVerified"`
+}
+
+// WorkloadResult is one workload's runs and their summary.
+type WorkloadResult struct {
+	Name        string      `json:"name"`
+	Description string      `json:"description"`
+	Rules       []string    `json:"rules"`
+	Targets     []Target    `json:"targets,omitempty"`
+	SetupOps    int         `json:"setupOps"`
+	Ops         int         `json:"ops"`
+	LiveOps     int         `json:"liveOps"`
+	LiveRate    float64     `json:"liveRatePerSec"`
+	CopyLag     bool        `json:"copyLag"`
+	Runs        []RunResult `json:"runs"`
+	Denorm      Summary     `json:"denorm"`
+	Baseline    Summary     `json:"baseline"`
+	// FloorWrites is one write per distinct target whose value changed, per batch; FloorWCU
+	// prices each at what one write to that item costs (table, plus its global indexes).
+	FloorWrites float64 `json:"floorWrites"`
+	FloorWCU    float64 `json:"floorWcu"`
+	Ratios      Ratios  `json:"ratios"`
+	Checks      []Check `json:"checks"`
+}
+
+// RunResult is one system's run of a workload on its own table.
+type RunResult struct {
+	System string `json:"system"`
+	Rep    int    `json:"rep"`
+	Table  string `json:"table"`
+	// The measured backlog.
+	Usage            Usage   `json:"usage"`
+	Invocations      int     `json:"invocations"`
+	Delivered        int64   `json:"deliveredRecords"` // stream records delivered (the handlers' own writes cause some)
+	DrainSeconds     float64 `json:"drainSeconds"`
+	RecordsPerSec    float64 `json:"recordsPerSec"` // application writes drained per second
+	ItemWritesPerSec float64 `json:"itemWritesPerSec"`
+	CPUPerRecordUs   float64 `json:"cpuPerRecordUs"`
+	HandlerWall      float64 `json:"handlerWallSeconds"`
+	// HandlerWCU is the WCU Denorm's own apply.Stats reported (a cross-check of Usage.WCU).
+	HandlerWCU      float64 `json:"handlerWCU,omitempty"`
+	HandlerWarnings int     `json:"handlerWarnings"`
+	FloorWrites     int     `json:"floorWrites,omitempty"`
+	FloorWCU        float64 `json:"floorWcu,omitempty"`
+	Overlapped      bool    `json:"overlappedInvocations,omitempty"`
+	// The live part.
+	Lag             Dist   `json:"lag"`
+	LiveUnseen      int    `json:"liveUnseen"` // live writes no rule watches (filtered out: nothing to see)
+	LiveInvocations int    `json:"liveInvocations"`
+	LiveUsage       *Usage `json:"liveUsage,omitempty"`
+	Verify          Verify `json:"verify"`
+	// PhaseSeconds is the wall time of each step of the run, measured or not.
+	PhaseSeconds map[string]float64 `json:"phaseSeconds"`
+}
+
+// Verify is the `denorm verify` outcome of a run's table.
+type Verify struct {
+	Clean    bool     `json:"clean"`
+	Checked  int64    `json:"checked"`
+	Drift    int64    `json:"drift"`
+	Problems int64    `json:"problems"`
+	Examples []string `json:"examples,omitempty"`
+}
+
+func (v Verify) verdict() string {
+	if v.Clean {
+		return fmt.Sprintf("clean (%d targets)", v.Checked)
+	}
+	return fmt.Sprintf("DRIFT %d, problems %d", v.Drift, v.Problems)
+}
+
+// Summary is the median of a system's runs.
+type Summary struct {
+	Runs             int     `json:"runs"`
+	WCU              float64 `json:"wcu"`
+	Writes           float64 `json:"writes"`
+	Transactions     float64 `json:"transactions"`
+	ItemWrites       float64 `json:"itemWrites"`
+	Reads            float64 `json:"reads"`
+	RecordsPerSec    float64 `json:"recordsPerSec"`
+	ItemWritesPerSec float64 `json:"itemWritesPerSec"`
+	DrainSeconds     float64 `json:"drainSeconds"`
+	CPUPerRecordUs   float64 `json:"cpuPerRecordUs"`
+	LagP50           float64 `json:"lagP50ms"`
+	LagP99           float64 `json:"lagP99ms"`
+	LagN             int     `json:"lagN"`
+	Verified         bool    `json:"verified"`
+}
+
+// Ratios compare Denorm with the baseline and both with the floor (medians).
+type Ratios struct {
+	WCUVsBaseline         float64 `json:"wcuVsBaseline"`
+	WCUVsFloor            float64 `json:"wcuVsFloor"`
+	BaselineWCUVsFloor    float64 `json:"baselineWcuVsFloor"`
+	WritesVsBaseline      float64 `json:"writesVsBaseline"`
+	ThroughputVsBaseline  float64 `json:"throughputVsBaseline"`
+	LagP50VsBaseline      float64 `json:"lagP50VsBaseline"`
+	LagP99VsBaseline      float64 `json:"lagP99VsBaseline"`
+	CPUVsBaseline         float64 `json:"cpuVsBaseline"`
+	CeilingFraction       float64 `json:"ceilingFraction"` // Denorm's work rate / the raw ceiling of the same unit
+	CeilingUnit           string  `json:"ceilingUnit"`     // what CeilingFraction compares
+	BaselineCeilingFrac   float64 `json:"baselineCeilingFraction"`
+	ItemWriteCeilingFrac  float64 `json:"itemWriteCeilingFraction"` // Denorm's items written/s / raw UpdateItem items/s
+	BaselineItemWriteFrac float64 `json:"baselineItemWriteCeilingFraction"`
+}
+
+// Check is one target of the issue, met or not.
+type Check struct {
+	Target Target  `json:"target"`
+	Value  float64 `json:"value"`
+	Limit  float64 `json:"limit"`
+	Met    bool    `json:"met"`
+}
+
+func (r *Report) summarize() {
+	r.AllVerified = true
+	for i := range r.Workloads {
+		w := &r.Workloads[i]
+		w.Denorm, w.Baseline = summary(w.Runs, Denorm), summary(w.Runs, Naive)
+		r.AllVerified = r.AllVerified && w.Denorm.Verified && w.Baseline.Verified
+		var floors, floorWCU []float64
+		for _, run := range w.Runs {
+			if run.System == Naive {
+				floors = append(floors, float64(run.FloorWrites))
+				floorWCU = append(floorWCU, run.FloorWCU)
+			}
+		}
+		w.FloorWrites, w.FloorWCU = median(floors), median(floorWCU)
+		d, b := w.Denorm, w.Baseline
+		w.Ratios = Ratios{
+			WCUVsBaseline: div(d.WCU, b.WCU), WCUVsFloor: div(d.WCU, w.FloorWCU), BaselineWCUVsFloor: div(b.WCU, w.FloorWCU),
+			WritesVsBaseline: div(d.Writes, b.Writes), ThroughputVsBaseline: div(d.RecordsPerSec, b.RecordsPerSec),
+			LagP50VsBaseline: div(d.LagP50, b.LagP50), LagP99VsBaseline: div(d.LagP99, b.LagP99),
+			CPUVsBaseline:        div(d.CPUPerRecordUs, b.CPUPerRecordUs),
+			ItemWriteCeilingFrac: div(d.ItemWritesPerSec, r.Ceiling.Update.BestItems), BaselineItemWriteFrac: div(b.ItemWritesPerSec, r.Ceiling.Update.BestItems),
+		}
+		if w.CopyLag {
+			// One source record: the work is the copies, one UpdateItem each.
+			w.Ratios.CeilingUnit = "copies/s vs raw UpdateItem/s of indexed items"
+			w.Ratios.CeilingFraction = div(div(w.FloorWrites, d.DrainSeconds), r.Ceiling.Copy.BestRequests)
+			w.Ratios.BaselineCeilingFrac = div(div(w.FloorWrites, b.DrainSeconds), r.Ceiling.Copy.BestRequests)
+		} else {
+			w.Ratios.CeilingUnit = "records/s vs raw 2-item TransactWriteItems/s"
+			w.Ratios.CeilingFraction = div(d.RecordsPerSec, r.Ceiling.Transact.BestRequests)
+			w.Ratios.BaselineCeilingFrac = div(b.RecordsPerSec, r.Ceiling.Transact.BestRequests)
+		}
+		w.Checks = nil
+		for _, t := range w.Targets {
+			switch t {
+			case TargetSamePartition:
+				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 0.1, w.Ratios.WCUVsBaseline <= 0.1})
+			case TargetCrossPartition:
+				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 0.6, w.Ratios.WCUVsBaseline <= 0.6})
+			case TargetCopies, TargetFloor:
+				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsFloor, 1.05, w.Ratios.WCUVsFloor <= 1.05})
+			}
+		}
+		if r.Ceiling.Transact.BestRequests > 0 {
+			w.Checks = append(w.Checks, Check{"pipeline throughput >= 0.8x raw ceiling (" + Target(w.Ratios.CeilingUnit) + ")",
+				w.Ratios.CeilingFraction, 0.8, w.Ratios.CeilingFraction >= 0.8})
+		}
+		w.Checks = append(w.Checks, Check{"exactly once: denorm verify clean after every run", b2f(d.Verified && b.Verified), 1, d.Verified && b.Verified})
+	}
+}
+
+func summary(runs []RunResult, sys string) Summary {
+	var s Summary
+	col := map[string][]float64{}
+	s.Verified = true
+	for _, r := range runs {
+		if r.System != sys {
+			continue
+		}
+		s.Runs++
+		s.Verified = s.Verified && r.Verify.Clean
+		add := func(k string, v float64) { col[k] = append(col[k], v) }
+		add("wcu", r.Usage.WCU)
+		add("writes", float64(r.Usage.Writes))
+		add("tx", float64(r.Usage.Transactions))
+		add("items", float64(r.Usage.ItemWrites))
+		add("reads", float64(r.Usage.Reads))
+		add("rps", r.RecordsPerSec)
+		add("ips", r.ItemWritesPerSec)
+		add("drain", r.DrainSeconds)
+		add("cpu", r.CPUPerRecordUs)
+		add("p50", r.Lag.P50)
+		add("p99", r.Lag.P99)
+		add("lagn", float64(r.Lag.N))
+	}
+	if s.Runs == 0 {
+		s.Verified = false
+		return s
+	}
+	s.WCU, s.Writes, s.Transactions, s.ItemWrites = median(col["wcu"]), median(col["writes"]), median(col["tx"]), median(col["items"])
+	s.Reads, s.RecordsPerSec, s.ItemWritesPerSec = median(col["reads"]), median(col["rps"]), median(col["ips"])
+	s.DrainSeconds, s.CPUPerRecordUs = median(col["drain"]), median(col["cpu"])
+	s.LagP50, s.LagP99, s.LagN = median(col["p50"]), median(col["p99"]), int(median(col["lagn"]))
+	return s
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func div(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteMarkdown writes the figures and ratios as Markdown tables.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("Medians of %d runs per system and workload; batch size %d, poll interval %.0f ms, seed %d.\n\n", r.Reps, r.BatchSize, r.PollIntervalMs, r.Seed)
+	p("| workload | system | WCU | write requests | reads | records/s | lag p50 ms | lag p99 ms | CPU µs/record | verify |\n")
+	p("|---|---|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	for _, wr := range r.Workloads {
+		for _, s := range []struct {
+			name string
+			sum  Summary
+		}{{"Denorm", wr.Denorm}, {"baseline", wr.Baseline}} {
+			rps := fmt.Sprintf("%.0f", s.sum.RecordsPerSec)
+			if wr.CopyLag {
+				rps = fmt.Sprintf("%.0f copies/s", div(wr.FloorWrites, s.sum.DrainSeconds))
+			}
+			p("| %s | %s | %.0f | %.0f | %.0f | %s | %.0f | %.0f | %.0f | %s |\n", wr.Name, s.name, s.sum.WCU, s.sum.Writes, s.sum.Reads,
+				rps, s.sum.LagP50, s.sum.LagP99, s.sum.CPUPerRecordUs, verified(s.sum))
+		}
+		p("| %s | floor | %.0f | %.0f | | | | | | |\n", wr.Name, wr.FloorWCU, wr.FloorWrites)
+	}
+	p("\n| workload | WCU vs baseline | WCU vs floor | baseline vs floor | requests vs baseline | records/s vs baseline | lag p50 / p99 vs baseline | CPU vs baseline | throughput vs raw ceiling (baseline) |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, wr := range r.Workloads {
+		q := wr.Ratios
+		p("| %s | %.3fx | %.2fx | %.2fx | %.3fx | %.1fx | %.2fx / %.2fx | %.2fx | %.0f%% (%.0f%%) |\n", wr.Name, q.WCUVsBaseline, q.WCUVsFloor,
+			q.BaselineWCUVsFloor, q.WritesVsBaseline, q.ThroughputVsBaseline, q.LagP50VsBaseline, q.LagP99VsBaseline, q.CPUVsBaseline,
+			100*q.CeilingFraction, 100*q.BaselineCeilingFrac)
+	}
+	c := r.Ceiling
+	p("\nRaw DynamoDB Local ceiling (best of %v concurrent clients): %.0f TransactWriteItems/s of 2 items (%.0f items/s, at %d clients); %.0f UpdateItem/s (at %d); %.0f UpdateItem/s of items in a global index (at %d).",
+		ceilingConcurrency, c.Transact.BestRequests, c.Transact.BestItems, c.Transact.BestAt, c.Update.BestRequests, c.Update.BestAt,
+		c.Copy.BestRequests, c.Copy.BestAt)
+	if a := r.CeilingAfter; a != nil {
+		p(" Measured again after the workloads: %.0f, %.0f and %.0f.", a.Transact.BestRequests, a.Update.BestRequests, a.Copy.BestRequests)
+	}
+	p("\n\n| workload | target | value | met |\n|---|---|--:|---|\n")
+	for _, wr := range r.Workloads {
+		for _, ch := range wr.Checks {
+			met := "yes"
+			if !ch.Met {
+				met = "**no**"
+			}
+			p("| %s | %s | %.3g | %s |\n", wr.Name, ch.Target, ch.Value, met)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func verified(s Summary) string {
+	if s.Verified {
+		return fmt.Sprintf("clean x%d", s.Runs)
+	}
+	return "**DRIFT**"
+}

@@ -1,0 +1,467 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/denorm/denorm/internal/apply"
+	"github.com/denorm/denorm/internal/awsconf"
+	"github.com/denorm/denorm/internal/esm"
+	"github.com/denorm/denorm/internal/handler"
+	"github.com/denorm/denorm/internal/ops"
+	"github.com/denorm/denorm/internal/provision"
+	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/workload"
+)
+
+// Systems compared.
+const (
+	Denorm   = "denorm"
+	Naive    = "baseline"
+	setupIdl = 300 * time.Millisecond
+)
+
+// Config is one benchmark run.
+type Config struct {
+	Endpoint  string // DynamoDB Local
+	RulesPath string // rules/social.yaml
+	Workloads []string
+	Reps      int // runs per system and workload (default 2)
+	Size      Size
+	Seed      uint64
+	// BatchSize and PollInterval configure both event source mappings (default 100, 50 ms).
+	BatchSize    int
+	PollInterval time.Duration
+	// Ceiling is how long each shape and concurrency of the raw write ceiling runs (default
+	// 3 s; negative skips it).
+	Ceiling    time.Duration
+	KeepTables bool
+	// Progress receives one line per step (nil: none).
+	Progress io.Writer
+}
+
+func (c *Config) defaults() {
+	if c.Reps <= 0 {
+		c.Reps = 2
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 100
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 50 * time.Millisecond
+	}
+	if c.Ceiling == 0 {
+		c.Ceiling = 3 * time.Second
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+}
+
+// Run measures every workload through both systems, alternating, and the raw ceiling.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg.defaults()
+	awsCfg, err := awsconf.Load(ctx, cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	db, streams := awsconf.Clients(awsCfg, true)
+	dir, err := os.MkdirTemp("", "denorm-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	r := &runner{cfg: cfg, db: db, streams: streams, dir: dir}
+	rep := &Report{Machine: machineInfo(ctx, cfg.Endpoint), Started: time.Now().UTC(), Reps: cfg.Reps,
+		BatchSize: cfg.BatchSize, PollIntervalMs: ms(cfg.PollInterval), Seed: cfg.Seed}
+	rep.Machine.LoadBefore = loadAvg()
+	all := Workloads(cfg.Seed, cfg.Size)
+	var chosen []Workload
+	for _, w := range all {
+		if len(cfg.Workloads) == 0 || contains(cfg.Workloads, w.Name) {
+			chosen = append(chosen, w)
+		}
+	}
+	if len(chosen) == 0 {
+		return nil, fmt.Errorf("no workload named %s (have %s)", strings.Join(cfg.Workloads, ", "), names(all))
+	}
+	_, set, err := ruleSubset(cfg.RulesPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Ceiling > 0 {
+		fmt.Fprintf(cfg.Progress, "ceiling: raw DynamoDB Local writes, %s per shape and concurrency\n", cfg.Ceiling)
+		if rep.Ceiling, err = measureCeiling(ctx, db, set.Table, cfg.Ceiling); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range chosen {
+		wr, err := r.workload(ctx, w)
+		if err != nil {
+			return nil, fmt.Errorf("workload %s: %w", w.Name, err)
+		}
+		rep.Workloads = append(rep.Workloads, *wr)
+	}
+	if cfg.Ceiling > 0 {
+		fmt.Fprintf(cfg.Progress, "ceiling again, after the workloads\n")
+		after, err := measureCeiling(ctx, db, set.Table, cfg.Ceiling)
+		if err != nil {
+			return nil, err
+		}
+		rep.CeilingAfter = &after
+	}
+	rep.Machine.LoadAfter = loadAvg()
+	rep.Finished = time.Now().UTC()
+	rep.summarize()
+	return rep, nil
+}
+
+type runner struct {
+	cfg     Config
+	db      *dynamodb.Client
+	streams *dynamodbstreams.Client
+	dir     string
+}
+
+func (r *runner) workload(ctx context.Context, w Workload) (*WorkloadResult, error) {
+	f, set, err := ruleSubset(r.cfg.RulesPath, w.Rules)
+	if err != nil {
+		return nil, err
+	}
+	wr := &WorkloadResult{Name: w.Name, Description: w.Description, Rules: ruleNames(set), Targets: w.Targets,
+		SetupOps: len(w.Setup), Ops: len(w.Measure), LiveOps: len(w.Live), LiveRate: w.LiveRate, CopyLag: w.CopyLag}
+	for rep := 0; rep < r.cfg.Reps; rep++ {
+		for _, sys := range []string{Denorm, Naive} {
+			fmt.Fprintf(r.cfg.Progress, "%s: %s run %d/%d ...", w.Name, sys, rep+1, r.cfg.Reps)
+			t := time.Now()
+			res, err := r.once(ctx, w, f, set, sys, rep)
+			if err != nil {
+				fmt.Fprintln(r.cfg.Progress, " failed")
+				return nil, fmt.Errorf("%s run %d: %w", sys, rep+1, err)
+			}
+			fmt.Fprintf(r.cfg.Progress, " %.0f records/s, %.0f WCU, lag p50 %.0f ms, verify %s (%s)\n",
+				res.RecordsPerSec, res.Usage.WCU, res.Lag.P50, res.Verify.verdict(), time.Since(t).Round(time.Second))
+			wr.Runs = append(wr.Runs, *res)
+		}
+	}
+	return wr, nil
+}
+
+// once runs w through sys on a fresh table.
+func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules.Set, sys string, rep int) (*RunResult, error) {
+	name := fmt.Sprintf("bench-%s-%s-%d-%06x", w.Name, sys, rep, rand.Uint32()&0xffffff)
+	phases := map[string]float64{}
+	lap := time.Now()
+	phase := func(name string) {
+		now := time.Now()
+		phases[name] = now.Sub(lap).Seconds()
+		lap = now
+	}
+	desc, err := provision.Ensure(ctx, r.db, name, set.Table)
+	if err != nil {
+		return nil, err
+	}
+	if !r.cfg.KeepTables {
+		defer func() { _ = provision.Delete(context.WithoutCancel(ctx), r.db, name) }()
+	}
+	arn := aws.ToString(desc.LatestStreamArn)
+	filters, err := set.FilterPatterns()
+	if err != nil {
+		return nil, err
+	}
+	mc := esm.Config{StreamARN: arn, BatchSize: r.cfg.BatchSize, PollInterval: r.cfg.PollInterval,
+		MaximumRetryAttempts: esm.Int(5), BisectBatchOnFunctionError: true, ReportBatchItemFailures: true,
+		FilterCriteria: filters, CheckpointFile: filepath.Join(r.dir, name+".json"),
+		OnFailureDir: filepath.Join(r.dir, name+"-failures"), Logger: quiet()}
+
+	// Setup: written, then skipped on the stream (nothing derived from it yet).
+	phase("create table")
+	if err := writeSetup(ctx, r.db, name, w.Setup); err != nil {
+		return nil, err
+	}
+	phase("write setup")
+	skip, err := startMapping(r.streams, nopInvoker{}, mc)
+	if err != nil {
+		return nil, err
+	}
+	if err := skip.drain(ctx, setupIdl); err != nil {
+		return nil, fmt.Errorf("skipping setup records: %w", err)
+	}
+	if err := skip.stop(); err != nil {
+		return nil, err
+	}
+	phase("skip setup records")
+
+	// The measured backlog, written while no mapping runs. A fan-out workload has none: its
+	// one record is measured live, where its copies' lag is.
+	if err := workload.Write(ctx, r.db, name, w.Measure, 8, nil); err != nil {
+		return nil, err
+	}
+	phase("write backlog")
+	api := newMeteredAPI(r.db, set.Table.PartitionKey, set.Table.SortKey)
+	hook := &visibleHook{}
+	logs := &captureLog{}
+	var floor *floorCounter
+	var inner esm.Invoker
+	switch sys {
+	case Denorm:
+		exec := apply.New(api, name, set, apply.Options{Logger: quiet()})
+		inner = lambda.NewHandler(handler.New(set, exec, handler.Options{Logger: slog.New(logs)}).Handle)
+	default:
+		floor = newFloorCounter()
+		b := &Baseline{DB: api, Table: name, Rules: map[string]bool{}, Floor: floor, Applied: hook.call}
+		for _, rn := range ruleNames(set) {
+			b.Rules[rn] = true
+		}
+		inner = lambda.NewHandler(b.Handle)
+	}
+	mi := &meteredInvoker{inv: inner, floor: floor}
+	res := &RunResult{System: sys, Rep: rep + 1, Table: name}
+	// measured fills the cost and throughput figures from what happened since start.
+	measured := func(start time.Time, records int) {
+		st, u := mi.take(), api.take()
+		res.Usage, res.Invocations, res.Overlapped = u, st.Invocations, st.Overlapped
+		if !st.LastEnd.IsZero() {
+			res.DrainSeconds = st.LastEnd.Sub(start).Seconds()
+		}
+		if floor != nil {
+			res.FloorWrites, res.FloorWCU = floor.take(api.writeCost)
+		}
+		if res.DrainSeconds > 0 {
+			res.RecordsPerSec = float64(records) / res.DrainSeconds
+			res.ItemWritesPerSec = float64(u.ItemWrites) / res.DrainSeconds
+		}
+		if records > 0 {
+			res.CPUPerRecordUs = float64(st.CPU.Microseconds()) / float64(records)
+		}
+		res.HandlerWall = st.Wall.Seconds()
+		res.HandlerWCU, res.HandlerWarnings = logs.take()
+	}
+	t0 := time.Now()
+	m, err := startMapping(r.streams, mi, mc)
+	if err != nil {
+		return nil, err
+	}
+	defer m.stop()
+	if err := m.drain(ctx, 500*time.Millisecond); err != nil {
+		return nil, fmt.Errorf("draining the backlog: %w", err)
+	}
+	phase("drain backlog")
+	if len(w.Measure) > 0 {
+		measured(t0, len(w.Measure))
+		res.Delivered = m.m.Stats().Records
+	} else {
+		mi.take()
+		api.take()
+		floor.take(api.writeCost)
+	}
+
+	// Live: paced writes with the mapping running, for lag.
+	obs := newLagObserver(w.Live)
+	if sys == Denorm {
+		mi.setVisible(obs.observe)
+	} else {
+		hook.set(obs.observe)
+	}
+	if w.CopyLag {
+		api.trackWrites(true)
+	}
+	before := m.m.Stats().Records
+	acks, err := writePaced(ctx, r.db, name, w.Live, w.LiveRate, 8)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.drain(ctx, 500*time.Millisecond); err != nil {
+		return nil, fmt.Errorf("draining the live writes: %w", err)
+	}
+	phase("live writes")
+	if w.CopyLag {
+		var lags []time.Duration
+		for k, t := range api.trackWrites(false) {
+			if strings.HasPrefix(k[1], "COMMENT#") && !acks[0].IsZero() {
+				lags = append(lags, max(0, t.Sub(acks[0])))
+			}
+		}
+		res.Lag = distOf(lags)
+		measured(acks[0], len(w.Live))
+		res.Delivered = m.m.Stats().Records - before
+		// The work is the copies: timed to the last one written, CPU per copy.
+		res.CPUPerRecordUs = div(res.CPUPerRecordUs*float64(len(w.Live)), float64(res.FloorWrites))
+		if res.Lag.Max > 0 {
+			res.DrainSeconds = res.Lag.Max / 1000
+			res.RecordsPerSec = float64(len(w.Live)) / res.DrainSeconds
+			res.ItemWritesPerSec = float64(res.Usage.ItemWrites) / res.DrainSeconds
+		}
+	} else {
+		lags, unseen := obs.recordLags(acks)
+		res.Lag, res.LiveUnseen = distOf(lags), unseen
+		live := mi.take()
+		res.LiveInvocations = live.Invocations
+		lu := api.take()
+		res.LiveUsage = &lu
+		floor.take(api.writeCost)
+		_, w2 := logs.take()
+		res.HandlerWarnings += w2
+	}
+	if err := m.stop(); err != nil {
+		return nil, err
+	}
+
+	// Exactly once: recompute every target from its sources.
+	ev, err := ops.NewEvaluator(f, "")
+	if err != nil {
+		return nil, err
+	}
+	vr, err := ops.Run(ctx, ops.Config{API: r.db, Table: name, Eval: ev, Examples: 3})
+	if err != nil {
+		return nil, fmt.Errorf("verifying %s: %w", name, err)
+	}
+	phase("verify")
+	res.PhaseSeconds = phases
+	res.Verify = Verify{Clean: vr.Clean(), Drift: vr.Drift, Problems: vr.Problems}
+	for _, rr := range vr.Rules {
+		res.Verify.Checked += rr.Checked
+		for _, ex := range rr.Examples {
+			res.Verify.Examples = append(res.Verify.Examples, fmt.Sprintf("%s: %s %s %s %s", rr.Rule, ex.PK, ex.SK, ex.Attribute, ex.Problem))
+		}
+	}
+	return res, nil
+}
+
+// mapping is a running event source mapping.
+type mapping struct {
+	m      *esm.Mapping
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	err    error
+}
+
+func startMapping(streams esm.StreamsAPI, inv esm.Invoker, cfg esm.Config) (*mapping, error) {
+	m, err := esm.New(streams, inv, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	mp := &mapping{m: m, cancel: cancel, done: make(chan error, 1)}
+	go func() { mp.done <- m.Run(ctx) }()
+	return mp, nil
+}
+
+func (mp *mapping) drain(ctx context.Context, idle time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+	return mp.m.Drain(ctx, idle)
+}
+
+func (mp *mapping) stop() error {
+	mp.once.Do(func() {
+		mp.cancel()
+		if err := <-mp.done; err != nil && !errors.Is(err, context.Canceled) {
+			mp.err = err
+		}
+	})
+	return mp.err
+}
+
+// visibleHook lets the baseline report applied records to whichever observer is current.
+type visibleHook struct {
+	mu sync.Mutex
+	f  func(*events.DynamoDBEventRecord, time.Time)
+}
+
+func (h *visibleHook) set(f func(*events.DynamoDBEventRecord, time.Time)) {
+	h.mu.Lock()
+	h.f = f
+	h.mu.Unlock()
+}
+
+func (h *visibleHook) call(rec *events.DynamoDBEventRecord, at time.Time) {
+	h.mu.Lock()
+	f := h.f
+	h.mu.Unlock()
+	if f != nil {
+		f(rec, at)
+	}
+}
+
+// captureLog is the Denorm handler's logger: it adds up the write capacity the handler
+// itself reports (apply.Stats), to cross-check the metered figure, and counts warnings.
+type captureLog struct {
+	mu       sync.Mutex
+	wcu      float64
+	warnings int
+}
+
+func (c *captureLog) Enabled(context.Context, slog.Level) bool { return true }
+func (c *captureLog) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c *captureLog) WithGroup(string) slog.Handler            { return c }
+func (c *captureLog) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.Level >= slog.LevelWarn {
+		c.warnings++
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "wcu" {
+			c.wcu += a.Value.Float64()
+		}
+		return true
+	})
+	return nil
+}
+
+func (c *captureLog) take() (float64, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, n := c.wcu, c.warnings
+	c.wcu, c.warnings = 0, 0
+	return w, n
+}
+
+func quiet() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))
+}
+
+func ruleNames(set *rules.Set) []string {
+	var out []string
+	for _, r := range set.Compiled() {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func names(ws []Workload) string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.Name)
+	}
+	return strings.Join(out, ", ")
+}

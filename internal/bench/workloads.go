@@ -1,0 +1,280 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/workload"
+)
+
+// Target names the goal a workload's figures are held to.
+type Target string
+
+// Targets of the issue.
+const (
+	TargetSamePartition  Target = "same-partition counters: WCU <= 0.1x baseline"
+	TargetCrossPartition Target = "cross-partition counters: WCU <= 0.6x baseline"
+	TargetCopies         Target = "copies: WCU <= 1.05x floor"
+	TargetFloor          Target = "copies, mirrors, same-partition counters: WCU <= 1.05x floor"
+)
+
+// Workload is one benchmark scenario: rules of the social example, items written before
+// (Setup, with no derived state to compute), the measured backlog (Measure), and writes
+// made live at LiveRate per second to measure lag (Live).
+type Workload struct {
+	Name        string
+	Description string
+	Rules       []string // rule names of rules/social.yaml; empty: all of them
+	Setup       []workload.Op
+	Measure     []workload.Op
+	Live        []workload.Op
+	LiveRate    float64
+	// CopyLag: lag is measured per copy written (a fan-out), not per source record.
+	CopyLag bool
+	Targets []Target
+}
+
+// Size scales the workloads.
+type Size struct {
+	StormComments, StormLive                int
+	Posts, PostsLive, PostUsers             int
+	Churn, ChurnLive                        int
+	RenameCopies                            int
+	Social                                  workload.Scale
+	SocialLive                              int
+	StormRate, PostRate, ChurnRate, MixRate float64
+}
+
+// Full is the size `make bench` runs. The live rates are low enough for the naive handler
+// to keep up on a 2-core machine, so lag compares steady states, not growing backlogs.
+var Full = Size{
+	StormComments: 2000, StormLive: 300, StormRate: 20,
+	Posts: 1500, PostsLive: 300, PostUsers: 200, PostRate: 20,
+	Churn: 1500, ChurnLive: 150, ChurnRate: 10,
+	RenameCopies: 10000,
+	Social:       workload.Scale{Users: 100, Posts: 200, Comments: 1500, Groups: 10, Memberships: 300, Folders: 10, Files: 300, Churn: 700},
+	SocialLive:   150, MixRate: 10,
+}
+
+// Smoke is a size small enough for `make test`.
+var Smoke = Size{
+	StormComments: 150, StormLive: 10, StormRate: 50,
+	Posts: 100, PostsLive: 10, PostUsers: 20, PostRate: 50,
+	Churn: 60, ChurnLive: 10, ChurnRate: 50,
+	RenameCopies: 200,
+	Social:       workload.Scale{Users: 8, Posts: 12, Comments: 40, Groups: 3, Memberships: 12, Folders: 2, Files: 12, Churn: 30},
+	SocialLive:   10, MixRate: 50,
+}
+
+// Tiny is the size of the tests: seconds on DynamoDB Local.
+var Tiny = Size{
+	StormComments: 40, StormLive: 5, StormRate: 50,
+	Posts: 30, PostsLive: 5, PostUsers: 5, PostRate: 50,
+	Churn: 20, ChurnLive: 5, ChurnRate: 50,
+	RenameCopies: 30,
+	Social:       workload.Scale{Users: 4, Posts: 4, Comments: 10, Groups: 2, Memberships: 4, Folders: 1, Files: 4, Churn: 10},
+	SocialLive:   5, MixRate: 50,
+}
+
+// Workloads returns the benchmark's workloads, in order.
+func Workloads(seed uint64, sz Size) []Workload {
+	return []Workload{
+		commentStorm(seed, sz), postsPerUser(seed, sz), membershipChurn(seed, sz), rename(sz), socialMix(seed, sz),
+	}
+}
+
+type opGen struct {
+	rng  *rand.Rand
+	base time.Time
+	n    int
+}
+
+func newGen(seed uint64, salt uint64) *opGen {
+	return &opGen{rng: rand.New(rand.NewPCG(seed, salt)), base: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+func (g *opGen) ts() string {
+	g.n++
+	return g.base.Add(time.Duration(g.rng.IntN(86400*30))*time.Second + time.Duration(g.n)*time.Millisecond).Format("2006-01-02T15:04:05.000Z")
+}
+
+func attrs(kv ...string) map[string]types.AttributeValue {
+	m := map[string]types.AttributeValue{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = &types.AttributeValueMemberS{Value: kv[i+1]}
+	}
+	return m
+}
+
+func put(kv ...string) workload.Op { return workload.Op{Phase: "bench", Put: attrs(kv...)} }
+
+func update(pk, sk string, kv ...string) workload.Op {
+	return workload.Op{Phase: "bench", Key: attrs("pk", pk, "sk", sk), Set: attrs(kv...)}
+}
+
+func del(pk, sk string) workload.Op {
+	return workload.Op{Phase: "bench", Del: attrs("pk", pk, "sk", sk)}
+}
+
+func uid(n int) string { return fmt.Sprintf("u%05d", n) }
+
+func (g *opGen) comment(post, user int, name string) workload.Op {
+	at := g.ts()
+	g.n++
+	return put("pk", "POST#"+fmt.Sprintf("p%04d", post), "sk", "COMMENT#"+at+"#c"+strconv.Itoa(g.n),
+		"gsi1pk", "USER#"+uid(user), "gsi1sk", "COMMENT#"+at, "text", "a comment", "userName", name)
+}
+
+// commentStorm: comments pour onto 4 hot posts (40/30/20/10 %); each post counts its
+// comments in its own partition (post-comment-count: watermark mode).
+func commentStorm(seed uint64, sz Size) Workload {
+	g := newGen(seed, 1)
+	w := Workload{Name: "comment-storm", Rules: []string{"post-comment-count"}, LiveRate: sz.StormRate,
+		Description: fmt.Sprintf("%d comments on 4 hot posts; commentCount kept on each post", sz.StormComments),
+		Targets:     []Target{TargetSamePartition}}
+	for p := 0; p < 4; p++ {
+		w.Setup = append(w.Setup, put("pk", fmt.Sprintf("POST#p%04d", p), "sk", "METADATA", "userId", uid(p), "title", "hot post", "status", "published"))
+	}
+	hot := func() int {
+		switch k := g.rng.IntN(100); {
+		case k < 40:
+			return 0
+		case k < 70:
+			return 1
+		case k < 90:
+			return 2
+		}
+		return 3
+	}
+	for i := 0; i < sz.StormComments; i++ {
+		w.Measure = append(w.Measure, g.comment(hot(), g.rng.IntN(1000), "?"))
+	}
+	for i := 0; i < sz.StormLive; i++ {
+		w.Live = append(w.Live, g.comment(hot(), g.rng.IntN(1000), "?"))
+	}
+	return w
+}
+
+// postsPerUser: users publish posts (Zipf-distributed authors, a quarter drafts) and flip
+// their status; each user's postCount lives in another partition (marker mode).
+func postsPerUser(seed uint64, sz Size) Workload {
+	g := newGen(seed, 2)
+	w := Workload{Name: "posts-per-user", Rules: []string{"user-post-count"}, LiveRate: sz.PostRate,
+		Description: fmt.Sprintf("%d posts by %d users (Zipf), 10%% status flips; postCount on each user", sz.Posts, sz.PostUsers),
+		Targets:     []Target{TargetCrossPartition}}
+	for u := 0; u < sz.PostUsers; u++ {
+		w.Setup = append(w.Setup, put("pk", "USER#"+uid(u), "sk", "PROFILE", "name", "User "+uid(u)))
+	}
+	zipf := rand.NewZipf(rand.New(rand.NewPCG(seed, 22)), 1.2, 1, uint64(sz.PostUsers-1))
+	posts := 0
+	next := func() workload.Op {
+		if posts > 0 && g.rng.IntN(10) == 0 {
+			status := []string{"published", "draft"}[g.rng.IntN(2)]
+			return update(fmt.Sprintf("POST#p%05d", g.rng.IntN(posts)), "METADATA", "status", status)
+		}
+		status := "published"
+		if g.rng.IntN(4) == 0 {
+			status = "draft"
+		}
+		posts++
+		return put("pk", fmt.Sprintf("POST#p%05d", posts-1), "sk", "METADATA", "userId", uid(int(zipf.Uint64())),
+			"title", "a post", "status", status)
+	}
+	for i := 0; i < sz.Posts; i++ {
+		w.Measure = append(w.Measure, next())
+	}
+	for i := 0; i < sz.PostsLive; i++ {
+		w.Live = append(w.Live, next())
+	}
+	return w
+}
+
+// membershipChurn: users join groups (60 %), leave (25 %) and change role (15 %). The
+// group's member list mirrors the memberships, members are counted into their group (same
+// partition), and both sides get the other's name on insert.
+func membershipChurn(seed uint64, sz Size) Workload {
+	g := newGen(seed, 3)
+	const users, groups = 500, 20
+	w := Workload{Name: "membership-churn", LiveRate: sz.ChurnRate,
+		Rules:       []string{"group-members", "group-member-count", "member-name", "membership-group-name"},
+		Description: fmt.Sprintf("%d joins/leaves/role changes, %d users x %d groups; mirror, memberCount, names", sz.Churn, users, groups),
+		Targets:     []Target{TargetFloor}}
+	for u := 0; u < users; u++ {
+		w.Setup = append(w.Setup, put("pk", "USER#"+uid(u), "sk", "PROFILE", "name", "User "+uid(u)))
+	}
+	for gr := 0; gr < groups; gr++ {
+		w.Setup = append(w.Setup, put("pk", fmt.Sprintf("GROUP#g%03d", gr), "sk", "METADATA", "name", fmt.Sprintf("Group %d", gr)))
+	}
+	member := map[[2]int]bool{}
+	var list [][2]int
+	next := func() workload.Op {
+		k := g.rng.IntN(100)
+		if len(list) > 0 && k >= 60 {
+			i := g.rng.IntN(len(list))
+			m := list[i]
+			pk, sk := "USER#"+uid(m[0]), fmt.Sprintf("GROUP#g%03d", m[1])
+			if k < 85 {
+				list[i] = list[len(list)-1]
+				list = list[:len(list)-1]
+				delete(member, m)
+				return del(pk, sk)
+			}
+			return update(pk, sk, "role", []string{"member", "admin", "owner"}[g.rng.IntN(3)])
+		}
+		for {
+			m := [2]int{g.rng.IntN(users), g.rng.IntN(groups)}
+			if member[m] {
+				continue
+			}
+			member[m] = true
+			list = append(list, m)
+			gr := fmt.Sprintf("g%03d", m[1])
+			return put("pk", "USER#"+uid(m[0]), "sk", "GROUP#"+gr, "gsi2pk", "GROUP#"+gr, "gsi2sk", "USER#"+uid(m[0]),
+				"role", "member", "joinedAt", g.ts())
+		}
+	}
+	for i := 0; i < sz.Churn; i++ {
+		w.Measure = append(w.Measure, next())
+	}
+	for i := 0; i < sz.ChurnLive; i++ {
+		w.Live = append(w.Live, next())
+	}
+	return w
+}
+
+// rename: one user with RenameCopies comments (already holding the user's name) is renamed;
+// every comment must show the new name (comment-author: a fan-out through gsi1).
+func rename(sz Size) Workload {
+	g := newGen(1, 4)
+	w := Workload{Name: "rename", Rules: []string{"comment-author"}, LiveRate: 1, CopyLag: true,
+		Description: fmt.Sprintf("one user renamed, reaching %d comments through gsi1", sz.RenameCopies),
+		Targets:     []Target{TargetCopies}}
+	u := uid(0)
+	avatar := "https://img.example/" + u + ".png"
+	w.Setup = append(w.Setup, put("pk", "USER#"+u, "sk", "PROFILE", "name", "Ada", "avatar", avatar))
+	for i := 0; i < sz.RenameCopies; i++ {
+		op := g.comment(i%100, 0, "Ada")
+		op.Put["userAvatar"] = &types.AttributeValueMemberS{Value: avatar}
+		w.Setup = append(w.Setup, op)
+	}
+	w.Live = []workload.Op{update("USER#"+u, "PROFILE", "name", "Ada Lovelace")}
+	return w
+}
+
+// socialMix: the whole social example (workload.Social): creates, then renames, deletes,
+// membership churn, status flips and file versions, every rule of rules/social.yaml.
+func socialMix(seed uint64, sz Size) Workload {
+	sc := sz.Social
+	sc.Churn += sz.SocialLive
+	ops := workload.Social(seed, sc)
+	cut := len(ops) - sz.SocialLive
+	w := Workload{Name: "social-mix", LiveRate: sz.MixRate,
+		Description: fmt.Sprintf("workload.Social: %d users, %d posts, %d comments, %d memberships, %d files, %d changes; all 11 rules",
+			sc.Users, sc.Posts, sc.Comments, sc.Memberships, sc.Files, sz.Social.Churn)}
+	w.Measure, w.Live = ops[:cut], ops[cut:]
+	return w
+}
