@@ -98,9 +98,15 @@ func (r *run) fanOutPage(f *plan.FanOut, cursor map[string]types.AttributeValue)
 		}
 		targets = append(targets, r.itemKey(it))
 	}
+	// A target found on an index may be re-linked to another source before its write lands
+	// (a comment moved to another author): the write then requires the link it was found by.
+	var link *plan.AttrValue
+	if idx.Name != "" && idx.PartitionKey != x.set.Table.PartitionKey {
+		link = &plan.AttrValue{Name: idx.PartitionKey, Value: &types.AttributeValueMemberS{Value: f.PKValue}}
+	}
 	var firstErr error
 	r.each(len(targets), func(i int) {
-		w := plan.Write{Rule: rule, Target: targets[i], Version: f.Version, Set: f.Set, Remove: f.Remove, Delete: f.Delete}
+		w := plan.Write{Rule: rule, Target: targets[i], Version: f.Version, Set: f.Set, Remove: f.Remove, Delete: f.Delete, Link: link}
 		if err := r.write(&w); err != nil {
 			r.mu.Lock()
 			if firstErr == nil {

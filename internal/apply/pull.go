@@ -65,7 +65,7 @@ func (r *run) pull(p *plan.Pull) error {
 	if seen == "" {
 		seen = "-"
 	}
-	err = r.update(p.Target, p.Rule.VersionAttr, "", set, remove, seen)
+	err = r.update(p.Target, p.Rule.VersionAttr, "", set, remove, seen, nil)
 	if _, ok := isCondFailed(err); ok {
 		r.count(func(s *Stats) { s.Stale++ })
 		return nil

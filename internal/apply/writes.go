@@ -19,11 +19,11 @@ func (r *run) write(w *plan.Write) error {
 	var err error
 	switch {
 	case w.Delete:
-		err = r.deleteGuarded(w.Target, ver, w.Version)
+		err = r.deleteGuarded(w.Target, ver, w.Version, w.Link)
 	case w.Item != nil:
 		err = r.mirrorWrite(w)
 	default:
-		err = r.update(w.Target, ver, w.Version, w.Set, w.Remove, "")
+		err = r.update(w.Target, ver, w.Version, w.Set, w.Remove, "", w.Link)
 	}
 	if _, ok := isCondFailed(err); ok {
 		r.count(func(s *Stats) { s.Stale++ })
@@ -35,7 +35,7 @@ func (r *run) write(w *plan.Write) error {
 // update sets and removes copied attributes on an existing target. With seen == "" it is
 // a push guarded by the version and advancing it; otherwise (a pull) it requires the
 // version to still be seen ("-" for absent) and leaves it alone.
-func (r *run) update(t plan.Key, ver, version string, set []plan.AttrValue, remove []string, seen string) error {
+func (r *run) update(t plan.Key, ver, version string, set []plan.AttrValue, remove []string, seen string, link *plan.AttrValue) error {
 	x := r.x
 	var ub expression.UpdateBuilder
 	for _, a := range set {
@@ -54,6 +54,9 @@ func (r *run) update(t plan.Key, ver, version string, set []plan.AttrValue, remo
 	default:
 		cond = cond.And(expression.Name(ver).Equal(num(seen)))
 	}
+	if link != nil {
+		cond = cond.And(expression.Name(link.Name).Equal(val(link.Value)))
+	}
 	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
 	if err != nil {
 		return fmt.Errorf("building copy update: %w", err)
@@ -70,9 +73,13 @@ func (r *run) update(t plan.Key, ver, version string, set []plan.AttrValue, remo
 	})
 }
 
-func (r *run) deleteGuarded(t plan.Key, ver, version string) error {
+func (r *run) deleteGuarded(t plan.Key, ver, version string, link *plan.AttrValue) error {
 	x := r.x
-	e, err := expression.NewBuilder().WithCondition(newer(ver, version)).Build()
+	cond := newer(ver, version)
+	if link != nil {
+		cond = cond.And(expression.Name(link.Name).Equal(val(link.Value)))
+	}
+	e, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
 		return fmt.Errorf("building delete: %w", err)
 	}

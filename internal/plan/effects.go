@@ -36,6 +36,9 @@ type Write struct {
 	Remove  []string
 	Item    record.Item // mirror: the whole item to put (keys included)
 	Delete  bool
+	// Link, when set, must still hold on the target for the write to land: a target found
+	// through an index query may have been re-linked to another source since.
+	Link *AttrValue
 }
 
 // FanOut applies the same version-guarded copy to every target a query finds: the rule's

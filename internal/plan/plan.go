@@ -301,7 +301,10 @@ func (e *eval) pull(r *rules.CompiledRule) error {
 	case record.Insert:
 	case record.Modify:
 		linked := e.oldE == r.Target && !e.changed(r.TargetLinks)
-		ownWrite := !Equal(c.Old[r.VersionAttr], c.New[r.VersionAttr])
+		// Denorm's own push advances the version; an application's PutItem that rewrites the
+		// item drops it, which is a change too but not ours.
+		_, hasVersion := c.New[r.VersionAttr]
+		ownWrite := hasVersion && !Equal(c.Old[r.VersionAttr], c.New[r.VersionAttr])
 		overwritten := !ownWrite && e.changed(r.Copy.SetOrder)
 		if linked && !overwritten {
 			return nil
