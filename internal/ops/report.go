@@ -150,9 +150,8 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "  %s: %s\n", rr.Rule, ex.text())
 		}
 	}
-	switch {
-	case r.Resumed:
-		fmt.Fprintln(w, "resumed from a checkpoint: counts include the earlier run, examples only this one")
+	if r.Resumed {
+		fmt.Fprintln(w, "resumed from a checkpoint: counts include the earlier runs, examples only this one")
 	}
 	return nil
 }

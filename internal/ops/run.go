@@ -200,6 +200,15 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 		rs.Final, rs.Done = final, true
+		// A finished round's expectations are no longer needed: keep them out of memory
+		// and out of every later checkpoint.
+		for _, p := range rs.Passes {
+			for _, s := range p {
+				s.mu.Lock()
+				s.exp, s.seen = nil, nil
+				s.mu.Unlock()
+			}
+		}
 		if err := r.save(true); err != nil {
 			return err
 		}
