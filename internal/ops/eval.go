@@ -220,6 +220,19 @@ func valuesOf(set []plan.AttrValue) CopyValues {
 	return v
 }
 
+// copySource returns the key of the source of copy rule i's target, rendered from the
+// target's variables as the stream processor's pull does.
+func (w *Worker) copySource(i int, target record.Item) (plan.Key, error) {
+	rp, err := w.insert(i, target)
+	if err != nil {
+		return plan.Key{}, err
+	}
+	for _, p := range rp.Pulls {
+		return p.Source, nil
+	}
+	return plan.Key{}, fmt.Errorf("%s %s is not a target of rule %q", itemKey(w.ev.spec, target).PK, itemKey(w.ev.spec, target).SK, w.ev.rules[i].r.Name)
+}
+
 // mirrorOf returns the mirror that rule i keeps for source item src.
 func (w *Worker) mirrorOf(i int, src record.Item) (plan.Key, record.Item, bool, error) {
 	if src == nil {

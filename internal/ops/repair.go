@@ -64,19 +64,27 @@ func fresh(r *rules.CompiledRule, target record.Item) bool {
 	return true
 }
 
-// copy sets or removes a copy target's attributes, or deletes it (onSourceDelete: delete).
+// copy sets or removes a copy target's attributes, or deletes it (onSourceDelete: delete),
+// on condition that its version, copied attributes and links to its source are as read.
 // The version attribute is not advanced, so a later push from the stream still lands.
 func (rp *repairer) copy(ctx context.Context, d *Drift) (Outcome, error) {
 	r := rp.w.ev.rules[d.Rule].r
 	pk := rp.db.spec.PartitionKey
-	target := d.Got
+	target, source := d.Got, d.Source
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		if target == nil {
 			return Resolved, nil // deleted since
 		}
 		vals, found := d.Values, d.SourceFound
+		if attempt > 0 {
+			// Read again, the target may have been re-linked to another source.
+			var err error
+			if source, err = rp.w.copySource(d.Rule, target); err != nil {
+				return Failed, err
+			}
+		}
 		if attempt > 0 || !found || !fresh(r, target) {
-			src, err := rp.db.get(ctx, d.Source)
+			src, err := rp.db.get(ctx, source)
 			if err != nil {
 				return Failed, err
 			}
@@ -91,6 +99,13 @@ func (rp *repairer) copy(ctx context.Context, d *Drift) (Outcome, error) {
 		cond := expression.AttributeExists(expression.Name(pk)).And(unchanged(r.VersionAttr, target[r.VersionAttr]))
 		for _, t := range r.Copy.SetOrder {
 			cond = cond.And(unchanged(t, target[t]))
+		}
+		// The attributes that tie the target to its source: re-linked to another source
+		// since it was read, the target is that source's business (its pull fills it).
+		for _, a := range r.TargetLinks {
+			if a != pk && a != rp.db.spec.SortKey {
+				cond = cond.And(unchanged(a, target[a]))
+			}
 		}
 		var err error
 		if del {
