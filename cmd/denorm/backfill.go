@@ -19,7 +19,9 @@ func init() {
 func runBackfill(ctx context.Context, args []string) error {
 	fs := newFlags("backfill", "--rules FILE --table NAME [--endpoint URL] [--rule NAME] [--segments N] [--max-wcu N] [--dry-run] [--checkpoint FILE]")
 	var o opsFlags
-	o.register(fs, 100)
+	// Small pages keep the checkpoint close behind the writes: an interrupted page is
+	// redone, and a 1 MB page can hold thousands of writes at the capacity cap.
+	o.register(fs, 100, 100)
 	dryRun := fs.Bool("dry-run", false, "write nothing: report what the backfill would change")
 	checkpoint := fs.String("checkpoint", "", "resume from and save progress to this file (removed when the backfill completes)")
 	if err := fs.Parse(args); err != nil {
@@ -39,17 +41,19 @@ func runBackfill(ctx context.Context, args []string) error {
 	cfg.Repair = !*dryRun
 	cfg.Checkpoint = *checkpoint
 	rep, err := ops.Run(ctx, cfg)
-	if perr := o.print(os.Stdout, rep); perr != nil && err == nil {
-		err = perr
+	if rep != nil {
+		if perr := o.print(os.Stdout, rep); perr != nil && err == nil {
+			err = perr
+		}
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:
-		if *checkpoint != "" {
+		if *checkpoint != "" && rep != nil {
 			return &exitError{code: 130, err: fmt.Errorf("interrupted; progress saved in %s: run the same command to resume", *checkpoint)}
 		}
 		return &exitError{code: 130, err: errors.New("interrupted; nothing saved (pass --checkpoint FILE to make a backfill resumable)")}
 	case err != nil:
-		if *checkpoint != "" && !errors.Is(err, ops.ErrCheckpointMismatch) {
+		if *checkpoint != "" && rep != nil {
 			err = fmt.Errorf("%w (progress saved in %s: run the same command to resume)", err, *checkpoint)
 		}
 		return err

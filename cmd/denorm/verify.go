@@ -30,13 +30,13 @@ type opsFlags struct {
 	json, noProgress             bool
 }
 
-func (o *opsFlags) register(fs *flag.FlagSet, defaultWCU float64) {
+func (o *opsFlags) register(fs *flag.FlagSet, defaultWCU float64, defaultPage int) {
 	fs.StringVar(&o.rules, "rules", "", "rules file (required)")
 	fs.StringVar(&o.table, "table", "", "table name (required)")
 	fs.StringVar(&o.endpoint, "endpoint", os.Getenv("DENORM_DYNAMODB_ENDPOINT"), "DynamoDB endpoint URL (DynamoDB Local, LocalStack); empty for AWS")
 	fs.StringVar(&o.rule, "rule", "", "only this rule")
 	fs.IntVar(&o.segments, "segments", 4, "parallel scan segments")
-	fs.IntVar(&o.pageSize, "page-size", 0, "items per Scan page (0: DynamoDB's 1 MB pages)")
+	fs.IntVar(&o.pageSize, "page-size", defaultPage, "items per Scan page (0: DynamoDB's 1 MB pages)")
 	fs.Float64Var(&o.maxWCU, "max-wcu", defaultWCU, "write capacity units per second the writes may consume (0: no limit)")
 	fs.IntVar(&o.examples, "examples", 5, "drifted items shown per rule")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON on stdout")
@@ -106,7 +106,7 @@ func (o *opsFlags) print(w io.Writer, rep *ops.Report) error {
 func runVerify(ctx context.Context, args []string) error {
 	fs := newFlags("verify", "--rules FILE --table NAME [--endpoint URL] [--rule NAME] [--repair] [--json] [--examples N]")
 	var o opsFlags
-	o.register(fs, 0)
+	o.register(fs, 0, 0)
 	repair := fs.Bool("repair", false, "repair drift with conditional writes (safe while the stream processor runs; see docs/operations.md)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -124,8 +124,10 @@ func runVerify(ctx context.Context, args []string) error {
 	}
 	cfg.Repair = *repair
 	rep, err := ops.Run(ctx, cfg)
-	if perr := o.print(os.Stdout, rep); perr != nil && err == nil {
-		err = perr
+	if rep != nil {
+		if perr := o.print(os.Stdout, rep); perr != nil && err == nil {
+			err = perr
+		}
 	}
 	if err != nil {
 		return err

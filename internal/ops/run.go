@@ -96,8 +96,10 @@ type namedExample struct {
 	Example
 }
 
-// Run executes cfg and returns its report. On an error (an interruption included) the
-// report holds what was done so far and the checkpoint, if any, the place to resume.
+// Run executes cfg and returns its report. On an error once scanning started (an
+// interruption included) the report holds what was done so far and the checkpoint, if any,
+// the place to resume; an error before (no such table, a checkpoint of another run) comes
+// without a report.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
 	ev := cfg.Eval
@@ -112,7 +114,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Checkpoint != "" {
 		loaded, err := loadState(cfg.Checkpoint, r.st, ev)
 		if err != nil {
-			return r.report, err
+			return nil, err
 		}
 		if loaded != nil {
 			r.st, r.report.Resumed = loaded, true
@@ -120,7 +122,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	count, err := r.describe(ctx)
 	if err != nil {
-		return r.report, err
+		return nil, err
 	}
 	r.bar = newProgress(cfg.Progress, count*int64(2*len(r.st.Rounds)), r.st.scanned())
 	err = r.run(ctx)
