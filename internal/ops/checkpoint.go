@@ -8,10 +8,9 @@ import (
 	"os"
 	"sync"
 
+	"github.com/denorm/denorm/internal/atomicfile"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
-
-	"github.com/denorm/denorm/internal/atomicfile"
 )
 
 // checkpointVersion changes when the file's meaning does.
