@@ -35,6 +35,9 @@ const (
 // pages are written here; if more remain, a job item takes over with the cursor. A newer
 // version of the same source replaces an unfinished older job.
 func (r *run) fanOut(f *plan.FanOut) error {
+	if err := r.register(f); err != nil {
+		return err
+	}
 	var cursor map[string]types.AttributeValue
 	for page := 0; page < r.x.opt.InlinePages; page++ {
 		next, err := r.fanOutPage(f, cursor)

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/record"
 )
 
 // pull fills a copy target from the current source item. It writes only what differs, and
@@ -57,13 +58,27 @@ func (r *run) pull(p *plan.Pull) error {
 			remove = append(remove, t)
 		}
 	}
-	if len(set) == 0 && len(remove) == 0 {
-		r.count(func(s *Stats) { s.Unchanged++ })
-		return nil
-	}
 	seen := p.Seen
 	if seen == "" {
 		seen = "-"
+	}
+	// For targets found by query, stamp the version of the push whose values these are, so
+	// an older job's page cannot overwrite them (registry.go).
+	stamp := ""
+	if p.Rule.Via != "key" {
+		if stamp, err = r.registeredVersion(p, src); err != nil {
+			return err
+		}
+		if stamp != "" && record.CompareSeq(stamp, p.Seen) <= 0 && p.Seen != "" {
+			stamp = "" // the target already holds that version or a newer one
+		}
+	}
+	if len(set) == 0 && len(remove) == 0 && stamp == "" {
+		r.count(func(s *Stats) { s.Unchanged++ })
+		return nil
+	}
+	if stamp != "" {
+		set = append(set, plan.AttrValue{Name: p.Rule.VersionAttr, Value: &types.AttributeValueMemberN{Value: stamp}})
 	}
 	err = r.update(p.Target, p.Rule.VersionAttr, "", set, remove, seen, nil)
 	if _, ok := isCondFailed(err); ok {
