@@ -15,11 +15,11 @@ import (
 // Options shape the workload beyond its size.
 type Options struct {
 	// PutOverCopies lets the application replace copy targets (comments, memberships) with
-	// PutItem, dropping what Denorm copied into them. Off, such writes are UpdateItems of the
-	// same attributes. Off by default until TestPutOverPushedCopyIsPulledAgain passes.
+	// PutItem, dropping what Denorm copied into them (TestPutOverPushedCopyIsPulledAgain).
+	// Off, such writes are UpdateItems of the same attributes.
 	PutOverCopies bool
-	// Relink moves comments to another author while renames are processed. Off by default
-	// until TestPushAfterRelinkLoses passes.
+	// Relink moves comments to another author while renames are processed
+	// (TestPushAfterRelinkDoesNotLand).
 	Relink bool
 }
 

@@ -87,10 +87,9 @@ func attrS(it map[string]types.AttributeValue, name string) string {
 
 // An application that rewrites a copy target with PutItem (a comment edited by replacing
 // the whole item, with a stale author name) after a rename was pushed into it: the Put
-// drops the version attribute, the planner takes the change of the version attribute for
-// Denorm's own write, and never pulls the current name back.
+// drops the version attribute, and the record must still pull the current name back (the
+// planner once took any change of the version attribute for Denorm's own write).
 func TestPutOverPushedCopyIsPulledAgain(t *testing.T) {
-	knownBug(t, "plan.pull: an application Put that drops _dnv_<rule> is taken for Denorm's own write")
 	p := startLocal(t, esm.Config{})
 	putItem(t, p, "pk", "USER#u1", "sk", "PROFILE", "name", "Ann", "avatar", "a.png")
 	putItem(t, p, "pk", "POST#p1", "sk", "COMMENT#2025-01-01T00:00:00Z#c1", "gsi1pk", "USER#u1", "gsi1sk", "COMMENT#2025-01-01T00:00:00Z", "text", "hi")
@@ -129,12 +128,10 @@ func (o *onFirstUpdate) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemI
 }
 
 // A rename's fan-out finds a comment on the author's index; before its write lands, the
-// application moves the comment to another author. The push's guard is only the version,
-// so the old author's name lands on the moved comment; the move's pull then fails its
-// version guard (the push changed the version) and the push's own record is Denorm's write:
-// the comment keeps the wrong author's name for good.
-func TestPushAfterRelinkLoses(t *testing.T) {
-	knownBug(t, "apply: a copy push is not conditioned on the target still linking to the source")
+// application moves the comment to another author. The push must not land (it once did,
+// guarded by the version only: the move's pull then failed its version guard and the
+// comment kept the old author's name for good).
+func TestPushAfterRelinkDoesNotLand(t *testing.T) {
 	const pk, sk = "POST#p1", "COMMENT#2025-01-01T00:00:00Z#c1"
 	hook := &onFirstUpdate{pk: pk, sk: sk}
 	db, _ := ddbtest.Clients(t)

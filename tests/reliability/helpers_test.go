@@ -37,10 +37,8 @@ func run(t *testing.T, cfg chaos.Config) *chaos.Result {
 	if cfg.Logger == nil {
 		cfg.Logger = quiet()
 	}
-	if os.Getenv("DENORM_KNOWN_BUGS") == "1" {
-		// The workload also does what the known engine bugs need (bugs_test.go).
-		cfg.Workload = chaos.Options{PutOverCopies: true, Relink: true}
-	}
+	// Applications replace items with PutItem and move comments between authors.
+	cfg.Workload = chaos.Options{PutOverCopies: true, Relink: true}
 	res, err := chaos.Run(context.Background(), cfg)
 	if res != nil {
 		var buf bytes.Buffer
