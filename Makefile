@@ -4,7 +4,7 @@ SHELL := bash
 GO ?= go
 DDB := scripts/dynamodb-local.sh
 FUNCTIONS := $(notdir $(wildcard functions/*))
-GOTEST_FLAGS ?= -count=1 -timeout 12m
+GOTEST_FLAGS ?= -count=1 -timeout 30m
 
 .PHONY: all build test test-unit vet demo clean ddb-fetch
 
