@@ -15,8 +15,9 @@ import (
 // Options shape the workload beyond its size.
 type Options struct {
 	// PutOverCopies lets the application replace copy targets (comments, memberships) with
-	// PutItem, dropping what Denorm copied into them (TestPutOverPushedCopyIsPulledAgain).
-	// Off, such writes are UpdateItems of the same attributes.
+	// PutItem, dropping what Denorm copied into them (TestPutOverPushedCopyIsPulledAgain,
+	// TestRedeliveredPullDoesNotStampAStaleItem). Off, such writes are UpdateItems of the
+	// same attributes.
 	PutOverCopies bool
 	// Relink moves comments to another author while renames are processed
 	// (TestPushAfterRelinkDoesNotLand).

@@ -210,3 +210,31 @@ func attrN(it map[string]types.AttributeValue, name string) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A membership whose role is an empty map is mirrored like any other: the member item
+// gets the same empty map. DynamoDB Local writes an empty map as {} in stream records
+// (DynamoDB writes {"M":{}}), and the SDK's Streams client decodes {} to nil or to the
+// value of another attribute of the item: the emulator then discards the record without an
+// invocation, or hands the function a wrong value. Denorm's own job and version registry
+// items hold an empty map when a fan-out only removes attributes (onSourceDelete: remove),
+// so their records are lost the same way.
+func TestEmptyMapReachesTheFunction(t *testing.T) {
+	knownBug(t, "esm: DynamoDB Local writes an empty map as {} in stream records; the SDK decodes it to nil or another attribute's value")
+	p := startLocal(t, esm.Config{OnFailureDir: t.TempDir()})
+	ctx := context.Background()
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	_, err := p.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(p.Table), Item: map[string]types.AttributeValue{
+		"pk": s("USER#u1"), "sk": s("GROUP#g1"), "gsi2pk": s("GROUP#g1"), "gsi2sk": s("USER#u1"),
+		"joinedAt": s("2025-01-01T00:00:00Z"), "role": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drainLocal(t, p)
+	if st := p.Mapping.Stats(); st.OnFailure != 0 {
+		t.Errorf("%d records went to the on-failure destination", st.OnFailure)
+	}
+	m := getItem(t, p, "GROUP#g1", "USER#u1")
+	if role, ok := m["role"].(*types.AttributeValueMemberM); !ok || len(role.Value) != 0 {
+		t.Errorf("member role = %#v, want an empty map", m["role"])
+	}
+}

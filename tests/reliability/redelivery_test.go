@@ -1,0 +1,97 @@
+package reliability
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/denorm/denorm/internal/apply"
+	"github.com/denorm/denorm/internal/ddbtest"
+	"github.com/denorm/denorm/internal/handler"
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// A comment is inserted with its author's current name; its record pulls and stamps the
+// registered version. The application then replaces the comment with a stale name
+// (PutItem, no version). Before that record is processed, the insert's batch is delivered
+// again (its first response was lost): the insert's pull compares the source with the
+// record's image, not with the item, finds nothing to change and stamps the version on the
+// stale item. The stale record's own pull then fails its guard (a version is there now):
+// the stale name stays. Found by TestEachFaultAlone/short_deadlines.
+func TestRedeliveredPullDoesNotStampAStaleItem(t *testing.T) {
+	knownBug(t, "apply.pull: compares with the record's image and may write only the version stamp onto an item the application changed since")
+	ctx := context.Background()
+	db, streams := ddbtest.Clients(t)
+	set, err := rules.LoadSet(rulesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, desc := ddbtest.NewTable(t, db, set.Table)
+	arn := aws.ToString(desc.LatestStreamArn)
+	reader := ddbtest.NewStreamReader(t, streams, arn)
+	h := handler.New(set, apply.New(db, table, set, apply.Options{}), handler.Options{Logger: quiet()})
+	invoke := func(raws ...json.RawMessage) {
+		t.Helper()
+		resp, err := h.Handle(ctx, json.RawMessage(record.EncodeEvent(raws)))
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("invocation failed: %v %v", err, resp.BatchItemFailures)
+		}
+	}
+	encode := func(r stypes.Record) json.RawMessage {
+		raw, err := record.EncodeStreamRecord(r, arn, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	drain := func() (last []json.RawMessage) {
+		for round := 0; round < 20; round++ {
+			recs := reader.Read(0)
+			if len(recs) == 0 {
+				return last
+			}
+			last = nil
+			for _, r := range recs {
+				raw := encode(r)
+				last = append(last, raw)
+				invoke(raw)
+			}
+		}
+		t.Fatal("the stream did not go quiet")
+		return nil
+	}
+	put := func(kv ...string) {
+		item := map[string]types.AttributeValue{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			item[kv[i]] = &types.AttributeValueMemberS{Value: kv[i+1]}
+		}
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const pk, sk = "POST#p1", "COMMENT#2025-01-01T00:00:00Z#c1"
+	put("pk", "USER#u1", "sk", "PROFILE", "name", "Ann", "avatar", "a.png")
+	drain()
+	put("pk", "USER#u1", "sk", "PROFILE", "name", "Bea", "avatar", "b.png") // registers the version of Bea
+	drain()
+	put("pk", pk, "sk", sk, "gsi1pk", "USER#u1", "gsi1sk", "COMMENT#2025-01-01T00:00:00Z", "text", "hi", "userName", "Bea", "userAvatar", "b.png")
+	recs := reader.Read(0)
+	if len(recs) != 1 {
+		t.Fatalf("%d records, want the comment's insert", len(recs))
+	}
+	insert := encode(recs[0])
+	invoke(insert)
+	put("pk", pk, "sk", sk, "gsi1pk", "USER#u1", "gsi1sk", "COMMENT#2025-01-01T00:00:00Z", "text", "edited", "userName", "stale")
+	invoke(insert) // the insert's batch again, its first response lost
+	drain()
+	c := getItemDB(t, db, table, pk, sk)
+	if attrS(c, "userName") != "Bea" || attrS(c, "userAvatar") != "b.png" {
+		t.Fatalf("comment userName %s, userAvatar %s; want Bea, b.png", attrS(c, "userName"), attrS(c, "userAvatar"))
+	}
+}
