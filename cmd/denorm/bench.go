@@ -29,6 +29,8 @@ func runBench(ctx context.Context, args []string) error {
 	out := fs.String("out", "", "directory for bench.json, bench.md and bench.png (default: print the tables only)")
 	keep := fs.Bool("keep-tables", false, "keep the benchmark tables (default: delete each after its run)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	perRun := fs.Bool("emulator-per-run", true, "start a fresh DynamoDB Local (scripts/dynamodb-local.sh) for every run and the ceiling: DynamoDB Local slows down as it is used, so runs sharing one are not comparable; false uses --endpoint for all")
+	warm := fs.Duration("warmup", 3*time.Second, "warm each run's emulator with each request shape this long first (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,12 +63,24 @@ func runBench(ctx context.Context, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	ep, stop, err := ensureEndpoint(ctx, *endpoint)
-	if err != nil {
-		return err
+	cfg.WarmUp = *warm
+	if *warm == 0 {
+		cfg.WarmUp = -1
 	}
-	defer stop()
-	cfg.Endpoint = ep
+	if *perRun {
+		script := filepath.Join("scripts", "dynamodb-local.sh")
+		if _, err := os.Stat(script); err != nil {
+			return errors.New("--emulator-per-run needs scripts/dynamodb-local.sh: run from the repository root, or pass --emulator-per-run=false --endpoint URL")
+		}
+		cfg.Emulator = bench.Fresh{Script: script, Cache: os.Getenv("DENORM_CACHE")}
+	} else {
+		ep, stop, err := ensureEndpoint(ctx, *endpoint)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		cfg.Endpoint = ep
+	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {
 		return err

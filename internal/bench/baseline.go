@@ -338,11 +338,12 @@ func (b *Baseline) copyToQueried(ctx context.Context, index, pkAttr, pkValue, sk
 			for a, v := range attrs {
 				diff = diff || !sameValue(it[a], v)
 			}
-			if diff {
-				b.Floor.changed(pk, sk)
-			}
-			if err := b.update(ctx, pk, sk, attrs); err != nil {
+			applied, err := b.update(ctx, pk, sk, attrs)
+			if err != nil {
 				return err
+			}
+			if applied && diff {
+				b.Floor.changed(pk, sk)
 			}
 		}
 	}
@@ -370,12 +371,16 @@ func (b *Baseline) pull(ctx context.Context, pk, sk string, target item, srcPK, 
 	if len(attrs) == 0 {
 		return nil
 	}
-	b.Floor.changed(pk, sk)
-	return b.update(ctx, pk, sk, attrs)
+	applied, err := b.update(ctx, pk, sk, attrs)
+	if applied {
+		b.Floor.changed(pk, sk)
+	}
+	return err
 }
 
-// update sets attrs (nil values are removed) on an existing item; a deleted item is left alone.
-func (b *Baseline) update(ctx context.Context, pk, sk string, attrs map[string]types.AttributeValue) error {
+// update sets attrs (nil values are removed) on an existing item; a deleted item is left
+// alone (applied is false).
+func (b *Baseline) update(ctx context.Context, pk, sk string, attrs map[string]types.AttributeValue) (applied bool, err error) {
 	var ub expression.UpdateBuilder
 	for a, v := range attrs {
 		if v == nil {
@@ -386,7 +391,7 @@ func (b *Baseline) update(ctx context.Context, pk, sk string, attrs map[string]t
 	}
 	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(expression.AttributeExists(expression.Name("pk"))).Build()
 	if err != nil {
-		return err
+		return false, err
 	}
 	_, err = b.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(b.Table), Key: key(pk, sk), UpdateExpression: e.Update(),
@@ -395,12 +400,12 @@ func (b *Baseline) update(ctx context.Context, pk, sk string, attrs map[string]t
 	})
 	var cf *types.ConditionalCheckFailedException
 	if errors.As(err, &cf) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("updating %s %s: %w", pk, sk, err)
+		return false, fmt.Errorf("updating %s %s: %w", pk, sk, err)
 	}
-	return nil
+	return true, nil
 }
 
 // upsert creates or updates a mirror item, keeping attributes other handlers wrote there.
@@ -426,12 +431,15 @@ func (b *Baseline) upsert(ctx context.Context, pk, sk string, attrs map[string]t
 }
 
 func (b *Baseline) deleteItem(ctx context.Context, pk, sk string) error {
-	b.Floor.changed(pk, sk)
-	_, err := b.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	out, err := b.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(b.Table), Key: key(pk, sk), ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		ReturnValues: types.ReturnValueAllOld, // for the floor only: was there anything to delete?
 	})
 	if err != nil {
 		return fmt.Errorf("deleting mirror %s %s: %w", pk, sk, err)
+	}
+	if len(out.Attributes) > 0 {
+		b.Floor.changed(pk, sk)
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func TestSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, Config{Endpoint: ep, RulesPath: "../../rules/social.yaml", Workloads: []string{"comment-storm"},
-		Reps: 1, Size: Tiny, Ceiling: -1})
+		Reps: 1, Size: Tiny, Ceiling: -1, WarmUp: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

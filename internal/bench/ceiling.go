@@ -47,44 +47,7 @@ func measureCeiling(ctx context.Context, db *dynamodb.Client, spec table.Spec, d
 		return Ceiling{}, err
 	}
 	defer func() { _ = provision.Delete(context.WithoutCancel(ctx), db, name) }()
-	var n atomic.Int64
-	tx := func(ctx context.Context, w, i int) error {
-		id := strconv.Itoa(w) + "-" + strconv.Itoa(i) + "-" + strconv.FormatInt(n.Add(1), 10)
-		_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-			{Put: &types.Put{TableName: aws.String(name), Item: item{
-				"pk": &types.AttributeValueMemberS{Value: "_dn#marker#" + id}, "sk": &types.AttributeValueMemberS{Value: "MARKER"},
-				"ttl": &types.AttributeValueMemberN{Value: "2000000000"}}, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
-			{Update: &types.Update{TableName: aws.String(name), Key: key(fmt.Sprintf("POST#w%d-%d", w, i%64), "METADATA"),
-				UpdateExpression:          aws.String("ADD commentCount :one"),
-				ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}}}},
-		}, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
-		return err
-	}
-	up := func(ctx context.Context, w, i int) error {
-		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(name),
-			Key:                       key(fmt.Sprintf("POST#w%d-%d", w, i%64), "METADATA"),
-			UpdateExpression:          aws.String("ADD commentCount :one"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
-			ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal})
-		return err
-	}
-	cp := func(ctx context.Context, w, i int) error {
-		at := fmt.Sprintf("2025-01-01T00:00:%02d", i%64)
-		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(name),
-			Key:              key(fmt.Sprintf("POST#w%d", w), "COMMENT#"+at),
-			UpdateExpression: aws.String("SET gsi1pk = :u, gsi1sk = :s, userName = :n"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":u": &types.AttributeValueMemberS{Value: "USER#ceiling"},
-				":s": &types.AttributeValueMemberS{Value: "COMMENT#" + at}, ":n": &types.AttributeValueMemberS{Value: "name " + strconv.Itoa(i)}},
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
-		return err
-	}
-	// Warm the emulator's JIT and the client's connections first.
-	if _, err := hammer(ctx, 4, time.Second, tx); err != nil {
-		return Ceiling{}, err
-	}
-	if _, err := hammer(ctx, 4, time.Second, up); err != nil {
-		return Ceiling{}, err
-	}
+	tx, up, cp := shapes(db, name)
 	var c Ceiling
 	for _, s := range []struct {
 		shape *CeilingShape
@@ -104,6 +67,59 @@ func measureCeiling(ctx context.Context, db *dynamodb.Client, spec table.Spec, d
 		}
 	}
 	return c, nil
+}
+
+// warmUp loads a fresh emulator with every request shape for d each, on a scratch table
+// of the same layout, so its JIT is warm before anything is measured.
+func warmUp(ctx context.Context, db *dynamodb.Client, spec table.Spec, d time.Duration) error {
+	name := fmt.Sprintf("bench-warmup-%06x", rand.Uint32()&0xffffff)
+	if _, err := provision.Ensure(ctx, db, name, spec); err != nil {
+		return err
+	}
+	defer func() { _ = provision.Delete(context.WithoutCancel(ctx), db, name) }()
+	tx, up, cp := shapes(db, name)
+	for _, op := range []func(context.Context, int, int) error{tx, up, cp} {
+		if _, err := hammer(ctx, 4, d, op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shapes returns the request shapes of the ceiling on table name.
+func shapes(db *dynamodb.Client, name string) (tx, up, cp func(context.Context, int, int) error) {
+	var n atomic.Int64
+	tx = func(ctx context.Context, w, i int) error {
+		id := strconv.Itoa(w) + "-" + strconv.Itoa(i) + "-" + strconv.FormatInt(n.Add(1), 10)
+		_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{TableName: aws.String(name), Item: item{
+				"pk": &types.AttributeValueMemberS{Value: "_dn#marker#" + id}, "sk": &types.AttributeValueMemberS{Value: "MARKER"},
+				"ttl": &types.AttributeValueMemberN{Value: "2000000000"}}, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+			{Update: &types.Update{TableName: aws.String(name), Key: key(fmt.Sprintf("POST#w%d-%d", w, i%64), "METADATA"),
+				UpdateExpression:          aws.String("ADD commentCount :one"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}}}},
+		}, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+		return err
+	}
+	up = func(ctx context.Context, w, i int) error {
+		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(name),
+			Key:                       key(fmt.Sprintf("POST#w%d-%d", w, i%64), "METADATA"),
+			UpdateExpression:          aws.String("ADD commentCount :one"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+			ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal})
+		return err
+	}
+	cp = func(ctx context.Context, w, i int) error {
+		at := fmt.Sprintf("2025-01-01T00:00:%02d", i%64)
+		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(name),
+			Key:              key(fmt.Sprintf("POST#w%d", w), "COMMENT#"+at),
+			UpdateExpression: aws.String("SET gsi1pk = :u, gsi1sk = :s, userName = :n"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":u": &types.AttributeValueMemberS{Value: "USER#ceiling"},
+				":s": &types.AttributeValueMemberS{Value: "COMMENT#" + at}, ":n": &types.AttributeValueMemberS{Value: "name " + strconv.Itoa(i)}},
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+		return err
+	}
+	return tx, up, cp
 }
 
 // hammer runs op from conc goroutines for d and returns the requests per second.

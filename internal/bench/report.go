@@ -18,6 +18,8 @@ type Report struct {
 	BatchSize      int              `json:"batchSize"`
 	PollIntervalMs float64          `json:"pollIntervalMs"`
 	Seed           uint64           `json:"seed"`
+	Emulator       string           `json:"emulator"`
+	WarmUpSeconds  float64          `json:"warmUpSecondsPerShape"`
 	Ceiling        Ceiling          `json:"ceiling"`
 	CeilingAfter   *Ceiling         `json:"ceilingAfter,omitempty"`
 	Workloads      []WorkloadResult `json:"workloads"`

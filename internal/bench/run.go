@@ -38,7 +38,9 @@ const (
 
 // Config is one benchmark run.
 type Config struct {
-	Endpoint  string // DynamoDB Local
+	// Emulator gives each run its DynamoDB Local (default: Shared(Endpoint)).
+	Emulator  Emulator
+	Endpoint  string // DynamoDB Local, when Emulator is nil
 	RulesPath string // rules/social.yaml
 	Workloads []string
 	Reps      int // runs per system and workload (default 2)
@@ -49,7 +51,10 @@ type Config struct {
 	PollInterval time.Duration
 	// Ceiling is how long each shape and concurrency of the raw write ceiling runs (default
 	// 3 s; negative skips it).
-	Ceiling    time.Duration
+	Ceiling time.Duration
+	// WarmUp is how long each request shape warms a run's emulator before the run (default
+	// 3 s: DynamoDB Local's JIT needs ~8 s of load to reach its speed; negative: none).
+	WarmUp     time.Duration
 	KeepTables bool
 	// Progress receives one line per step (nil: none).
 	Progress io.Writer
@@ -68,6 +73,12 @@ func (c *Config) defaults() {
 	if c.Ceiling == 0 {
 		c.Ceiling = 3 * time.Second
 	}
+	if c.WarmUp == 0 {
+		c.WarmUp = 3 * time.Second
+	}
+	if c.Emulator == nil {
+		c.Emulator = Shared(c.Endpoint)
+	}
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
@@ -79,19 +90,19 @@ func (c *Config) defaults() {
 // Run measures every workload through both systems, alternating, and the raw ceiling.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
-	awsCfg, err := awsconf.Load(ctx, cfg.Endpoint)
-	if err != nil {
-		return nil, err
-	}
-	db, streams := awsconf.Clients(awsCfg, true)
 	dir, err := os.MkdirTemp("", "denorm-bench-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	r := &runner{cfg: cfg, db: db, streams: streams, dir: dir}
+	r := &runner{cfg: cfg, dir: dir}
 	rep := &Report{Machine: machineInfo(ctx, cfg.Endpoint), Started: time.Now().UTC(), Reps: cfg.Reps,
-		BatchSize: cfg.BatchSize, PollIntervalMs: ms(cfg.PollInterval), Seed: cfg.Seed}
+		BatchSize: cfg.BatchSize, PollIntervalMs: ms(cfg.PollInterval), Seed: cfg.Seed, WarmUpSeconds: cfg.WarmUp.Seconds()}
+	if _, fresh := cfg.Emulator.(Fresh); fresh {
+		rep.Emulator = "a fresh DynamoDB Local per run and for the ceiling"
+	} else {
+		rep.Emulator = "one shared DynamoDB Local"
+	}
 	rep.Machine.LoadBefore = loadAvg()
 	all := Workloads(cfg.Seed, cfg.Size)
 	var chosen []Workload
@@ -107,9 +118,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	ceiling := func() (c Ceiling, err error) {
+		err = r.withEmulator(ctx, set, func(db *dynamodb.Client, _ *dynamodbstreams.Client) error {
+			c, err = measureCeiling(ctx, db, set.Table, cfg.Ceiling)
+			return err
+		})
+		return c, err
+	}
 	if cfg.Ceiling > 0 {
 		fmt.Fprintf(cfg.Progress, "ceiling: raw DynamoDB Local writes, %s per shape and concurrency\n", cfg.Ceiling)
-		if rep.Ceiling, err = measureCeiling(ctx, db, set.Table, cfg.Ceiling); err != nil {
+		if rep.Ceiling, err = ceiling(); err != nil {
 			return nil, err
 		}
 	}
@@ -122,7 +140,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if cfg.Ceiling > 0 {
 		fmt.Fprintf(cfg.Progress, "ceiling again, after the workloads\n")
-		after, err := measureCeiling(ctx, db, set.Table, cfg.Ceiling)
+		after, err := ceiling()
 		if err != nil {
 			return nil, err
 		}
@@ -135,10 +153,32 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 type runner struct {
-	cfg     Config
+	cfg Config
+	dir string
+	// db and streams are the clients of the current run's emulator.
 	db      *dynamodb.Client
 	streams *dynamodbstreams.Client
-	dir     string
+}
+
+// withEmulator runs fn on an emulator of its own (fresh or shared), warmed up.
+func (r *runner) withEmulator(ctx context.Context, set *rules.Set, fn func(*dynamodb.Client, *dynamodbstreams.Client) error) error {
+	ep, stop, err := r.cfg.Emulator.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	awsCfg, err := awsconf.Load(ctx, ep)
+	if err != nil {
+		return err
+	}
+	db, streams := awsconf.Clients(awsCfg, true)
+	if r.cfg.WarmUp > 0 {
+		if err := warmUp(ctx, db, set.Table, r.cfg.WarmUp); err != nil {
+			return fmt.Errorf("warming up %s: %w", ep, err)
+		}
+	}
+	r.db, r.streams = db, streams
+	return fn(db, streams)
 }
 
 func (r *runner) workload(ctx context.Context, w Workload) (*WorkloadResult, error) {
@@ -152,7 +192,11 @@ func (r *runner) workload(ctx context.Context, w Workload) (*WorkloadResult, err
 		for _, sys := range []string{Denorm, Naive} {
 			fmt.Fprintf(r.cfg.Progress, "%s: %s run %d/%d ...", w.Name, sys, rep+1, r.cfg.Reps)
 			t := time.Now()
-			res, err := r.once(ctx, w, f, set, sys, rep)
+			var res *RunResult
+			err := r.withEmulator(ctx, set, func(*dynamodb.Client, *dynamodbstreams.Client) (err error) {
+				res, err = r.once(ctx, w, f, set, sys, rep)
+				return err
+			})
 			if err != nil {
 				fmt.Fprintln(r.cfg.Progress, " failed")
 				return nil, fmt.Errorf("%s run %d: %w", sys, rep+1, err)
@@ -304,7 +348,7 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 		measured(acks[0], len(w.Live))
 		res.Delivered = m.m.Stats().Records - before
 		// The work is the copies: timed to the last one written, CPU per copy.
-		res.CPUPerRecordUs = div(res.CPUPerRecordUs*float64(len(w.Live)), float64(res.FloorWrites))
+		res.CPUPerRecordUs = div(res.CPUPerRecordUs*float64(len(w.Live)), float64(res.Lag.N))
 		if res.Lag.Max > 0 {
 			res.DrainSeconds = res.Lag.Max / 1000
 			res.RecordsPerSec = float64(len(w.Live)) / res.DrainSeconds
