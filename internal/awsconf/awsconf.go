@@ -37,9 +37,15 @@ func Load(ctx context.Context, endpoint string) (aws.Config, error) {
 }
 
 // Clients returns the DynamoDB and DynamoDB Streams clients for cfg. Against a local
-// emulator the CRC32 response check is off: DynamoDB Local's checksums do not match the SDK's
-// decompressed body and only produce warnings.
+// emulator the CRC32 response check is off (DynamoDB Local's checksums do not match the SDK's
+// decompressed body and only produce warnings) and stream records are repaired where DynamoDB
+// Local encodes an empty map as {} (see repairEmptyMaps).
 func Clients(cfg aws.Config, local bool) (*dynamodb.Client, *dynamodbstreams.Client) {
 	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = local })
-	return db, dynamodbstreams.NewFromConfig(cfg)
+	streams := dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
+		if local {
+			o.APIOptions = append(o.APIOptions, repairEmptyMaps)
+		}
+	})
+	return db, streams
 }
