@@ -14,8 +14,9 @@ import (
 )
 
 // pull fills a copy target from the current source item. It writes only what differs, and
-// only if no push has landed on the target since the record was written (the version the
-// record saw is still there), so a pull never overwrites a newer pushed value.
+// only if nothing has changed the target's copied attributes since the record was written
+// (the version and the values the record saw are still there), so a pull never overwrites
+// a newer pushed value nor stamps a version on values it did not check.
 func (r *run) pull(p *plan.Pull) error {
 	x := r.x
 	c := p.Rule.Copy
@@ -80,7 +81,15 @@ func (r *run) pull(p *plan.Pull) error {
 	if stamp != "" {
 		set = append(set, plan.AttrValue{Name: p.Rule.VersionAttr, Value: &types.AttributeValueMemberN{Value: stamp}})
 	}
-	err = r.update(p.Target, p.Rule.VersionAttr, "", set, remove, seen, nil)
+	// The differences were computed against the record's image: they hold only while the
+	// item still has the copied values the record saw. A redelivered older record must not
+	// stamp a version onto an item the application has replaced since; that change has its
+	// own record, which pulls again.
+	guards := make([]plan.AttrValue, 0, len(c.SetOrder))
+	for _, t := range c.SetOrder {
+		guards = append(guards, plan.AttrValue{Name: t, Value: p.Current[t]})
+	}
+	err = r.update(p.Target, p.Rule.VersionAttr, "", set, remove, seen, guards)
 	if _, ok := isCondFailed(err); ok {
 		r.count(func(s *Stats) { s.Stale++ })
 		return nil

@@ -23,7 +23,11 @@ func (r *run) write(w *plan.Write) error {
 	case w.Item != nil:
 		err = r.mirrorWrite(w)
 	default:
-		err = r.update(w.Target, ver, w.Version, w.Set, w.Remove, "", w.Link)
+		var guards []plan.AttrValue
+		if w.Link != nil {
+			guards = []plan.AttrValue{*w.Link}
+		}
+		err = r.update(w.Target, ver, w.Version, w.Set, w.Remove, "", guards)
 	}
 	if _, ok := isCondFailed(err); ok {
 		r.count(func(s *Stats) { s.Stale++ })
@@ -34,8 +38,9 @@ func (r *run) write(w *plan.Write) error {
 
 // update sets and removes copied attributes on an existing target. With seen == "" it is
 // a push guarded by the version and advancing it; otherwise (a pull) it requires the
-// version to still be seen ("-" for absent) and leaves it alone.
-func (r *run) update(t plan.Key, ver, version string, set []plan.AttrValue, remove []string, seen string, link *plan.AttrValue) error {
+// version to still be seen ("-" for absent) and leaves it alone. Every guard must hold
+// too: its attribute equals its value, or is absent when the value is nil.
+func (r *run) update(t plan.Key, ver, version string, set []plan.AttrValue, remove []string, seen string, guards []plan.AttrValue) error {
 	x := r.x
 	var ub expression.UpdateBuilder
 	for _, a := range set {
@@ -54,8 +59,12 @@ func (r *run) update(t plan.Key, ver, version string, set []plan.AttrValue, remo
 	default:
 		cond = cond.And(expression.Name(ver).Equal(num(seen)))
 	}
-	if link != nil {
-		cond = cond.And(expression.Name(link.Name).Equal(val(link.Value)))
+	for _, g := range guards {
+		if g.Value == nil {
+			cond = cond.And(expression.AttributeNotExists(expression.Name(g.Name)))
+		} else {
+			cond = cond.And(expression.Name(g.Name).Equal(val(g.Value)))
+		}
 	}
 	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
 	if err != nil {
