@@ -52,7 +52,10 @@ func (w *worker) deliver(ctx context.Context, recs []pending) error {
 				return err
 			}
 			recs = recs[v.failedAt:]
-		case v.failedAt < 0 && m.cfg.BisectBatchOnFunctionError && len(recs) > 1:
+		case v.failedAt <= 0 && m.cfg.BisectBatchOnFunctionError && len(recs) > 1:
+			// A function error, or a partial batch response failing the first record: with
+			// ReportBatchItemFailures and bisect on, Lambda splits the batch at the returned
+			// sequence number, and at the head that leaves nothing to split off but halves.
 			// Splitting does not count against the retry budget; each half starts afresh.
 			m.stats.bisects.Add(1)
 			half := len(recs) / 2

@@ -68,8 +68,9 @@ type Config struct {
 	// MaximumRetryAttempts bounds the retries of a failed batch: nil or -1 retries until the
 	// records expire (Lambda's default), 0..10000 retries that often. Use Int to set it.
 	MaximumRetryAttempts *int
-	// BisectBatchOnFunctionError splits a batch that failed as a whole in halves, each retried
-	// with its own retry count, down to the poison record.
+	// BisectBatchOnFunctionError splits a batch that failed as a whole (a function error, or
+	// a batch item failure at its first record) in halves, each retried with its own retry
+	// count, down to the poison record.
 	BisectBatchOnFunctionError bool
 	// MaximumRecordAge sends records older than this to the on-failure destination instead of
 	// the function; 0 or -1 means no limit. Ages come from ApproximateCreationDateTime, which

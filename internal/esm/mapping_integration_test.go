@@ -169,6 +169,49 @@ func TestBisectIsolatesPoisonRecord(t *testing.T) {
 	}
 }
 
+// A partial batch response that fails the batch's first record bisects it, as a function
+// error does (AWS: with BisectBatchOnFunctionError and ReportBatchItemFailures the batch is
+// split at the returned sequence number): the poison record goes to the on-failure
+// destination alone and the records behind it are delivered.
+func TestBisectOnItemFailureAtHead(t *testing.T) {
+	s := newStack(t)
+	want := items("FILE", 8)
+	s.put(want...)
+	poison := want[2]
+	var poisonSeq string
+	rec := &recorder{decide: func(n int, e events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		for _, r := range e.Records {
+			if r.Change.Keys["pk"].String() == poison {
+				poisonSeq = r.Change.SequenceNumber
+				return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{{ItemIdentifier: poisonSeq}}}, nil
+			}
+		}
+		return events.DynamoDBEventResponse{}, nil
+	}}
+	dir := t.TempDir()
+	cfg := s.fastConfig()
+	cfg.BisectBatchOnFunctionError = true
+	cfg.ReportBatchItemFailures = true
+	cfg.MaximumRetryAttempts = Int(1)
+	cfg.OnFailureDir = dir
+	m := start(t, s.streams, rec.handler(), cfg)
+	drain(t, m)
+
+	if got, wantDone := rec.processed(), slices.Delete(slices.Clone(want), 2, 3); !slices.Equal(got, wantDone) {
+		t.Errorf("processed %v, want %v", got, wantDone)
+	}
+	frs := failureRecords(t, dir)
+	if len(frs) != 1 {
+		t.Fatalf("%d on-failure records, want 1", len(frs))
+	}
+	if info := frs[0].DDBStreamBatchInfo; info.StartSequenceNumber != poisonSeq || info.BatchSize != 1 {
+		t.Errorf("batch info %+v, want the poison record %s alone", info, poisonSeq)
+	}
+	if st := m.Stats(); st.Bisects == 0 || st.OnFailure != 1 {
+		t.Errorf("stats %+v, want bisects and 1 record on failure", st)
+	}
+}
+
 // MaximumRetryAttempts bounds the invocations of a failing batch; then the shard moves on.
 func TestMaximumRetryAttempts(t *testing.T) {
 	for _, retries := range []int{0, 2} {

@@ -69,6 +69,15 @@ func (h *Handler) Handle(ctx context.Context, payload json.RawMessage) (events.D
 	if err != nil {
 		return events.DynamoDBEventResponse{}, err
 	}
+	if out.Failed != "" && out.Applied == 0 && out.Records > 1 {
+		// Nothing applied: the first record failed. A batch item failure there would make
+		// Lambda retry the same batch until its retries run out and then discard every
+		// record in it, the good ones behind the failed one too. A function error makes an
+		// event source mapping with BisectBatchOnFunctionError split the batch instead,
+		// down to the failing record alone, which then fails by itself.
+		return events.DynamoDBEventResponse{}, fmt.Errorf("first record %s of %d failed, returned as a function error so the batch is bisected: %w",
+			out.Failed, out.Records, out.Reason)
+	}
 	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
 	if out.Failed != "" {
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: out.Failed})

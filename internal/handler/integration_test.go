@@ -152,7 +152,10 @@ func (e *env) invoke(batch []json.RawMessage) int {
 	e.t.Helper()
 	out, err := e.inv.Invoke(context.Background(), record.EncodeEvent(batch))
 	if err != nil {
-		e.t.Fatalf("invoke: %v", err)
+		// A function error: the first record failed (handler.Handle). Lambda retries the
+		// batch (or bisects it); retrying it whole is enough here.
+		e.t.Logf("invoke: %v", err)
+		return 0
 	}
 	var resp events.DynamoDBEventResponse
 	if err := json.Unmarshal(out, &resp); err != nil {
