@@ -64,9 +64,6 @@ type Counts struct {
 	Poisoned int64
 	// TTLRecords is the number of REMOVE records given the TTL identity.
 	TTLRecords int64
-	// BisectedAtHead counts batch item failures at the first record of a batch that the
-	// invoker returned as function errors (Config.BisectItemFailures).
-	BisectedAtHead int64
 }
 
 // dice is a seeded random source shared by goroutines.

@@ -7,15 +7,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/denorm/denorm/internal/esm"
 	"github.com/denorm/denorm/internal/record"
 )
 
 // Invoker wraps the function as the event source mapping sees it and injects the faults of
-// an invocation: a crash after k writes, a short deadline, and (with BisectItemFailures) a
-// batch item failure at the head of a batch returned as a function error.
+// an invocation: a crash after k writes and a short deadline.
 type Invoker struct {
 	next   esm.Invoker
 	faults Faults
@@ -24,14 +21,6 @@ type Invoker struct {
 	counts *counters
 	// margin is the executor's DeadlineMargin: injected deadlines leave a little more.
 	margin time.Duration
-	// bisectAtHead: see Config.BisectItemFailures.
-	bisectAtHead bool
-}
-
-// BisectAtHead wraps next so that a batch item failure at the first record of a batch of
-// several is a function error, which the emulator bisects (see Config.BisectItemFailures).
-func BisectAtHead(next esm.Invoker) esm.Invoker {
-	return &Invoker{next: next, dice: newDice(0, 0), budget: newBudget(0), counts: &counters{}, bisectAtHead: true}
 }
 
 // Invoke implements esm.Invoker.
@@ -65,26 +54,7 @@ func (iv *Invoker) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		iv.counts.timedOut.Add(1)
 		return nil, fmt.Errorf("Task timed out after %v", limit)
 	}
-	if err == nil && iv.bisectAtHead && len(raws) > 1 && failedAtHead(resp, raws[0]) {
-		iv.counts.bisectedAtHead.Add(1)
-		return nil, errors.New("chaos: batch item failure at the first record, returned as a function error so the batch is bisected")
-	}
 	return resp, err
-}
-
-// failedAtHead reports whether resp names the batch's first record as failed.
-func failedAtHead(resp []byte, first json.RawMessage) bool {
-	var r events.DynamoDBEventResponse
-	if json.Unmarshal(resp, &r) != nil || len(r.BatchItemFailures) == 0 {
-		return false
-	}
-	head := seqOf(first)
-	for _, f := range r.BatchItemFailures {
-		if f.ItemIdentifier == head && head != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // lastEventID is the eventID of the batch's last record ("" when it has none).

@@ -41,14 +41,6 @@ type Config struct {
 	Workers int
 	// OnFailureDir receives the on-failure records (required).
 	OnFailureDir string
-	// BisectItemFailures returns a batch item failure at the first record of a batch of
-	// several as a function error, so the emulator bisects it. AWS documents bisection on
-	// partial batch responses; the emulator retries the batch whole and, once the retry
-	// budget is spent, discards the records behind the failed one with it. See
-	// docs/reliability.md ("poison at the head of a batch").
-	BisectItemFailures bool
-	// KnownBugs makes the checks count what known engine bugs cause (see Result.Undelivered).
-	KnownBugs bool
 	// Logger receives the handler's and the mapping's logs (default: none).
 	Logger *slog.Logger
 	// Progress receives a line every ProgressEvery (default 30 s) while the run goes on.
@@ -81,14 +73,8 @@ type Result struct {
 	PoisonExpected int
 	Poison         map[string]string
 	Failures       []esm.FailureRecord
-	// Undelivered counts on-failure records the function never saw (approximateInvokeCount
-	// 0, no record age limit is set): the emulator could not encode them. DynamoDB Local
-	// writes an empty map as {} in stream records, which the SDK decodes to nil
-	// (TestEmptyMapReachesTheFunction). Problems ignores them unless Config.KnownBugs.
-	Undelivered int
-	knownBugs   bool
-	Verify      *ops.Report
-	Oracle      []Mismatch
+	Verify         *ops.Report
+	Oracle         []Mismatch
 }
 
 // Run provisions the table, starts the event source mapping emulator over its stream with
@@ -117,8 +103,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	start := time.Now()
 	plan := Generate(cfg.Seed, cfg.Ops, cfg.Faults, cfg.Workload)
-	res := &Result{Ops: len(plan.Ops), Rounds: plan.Rounds, Expiries: plan.Expiries, PoisonExpected: plan.PoisonRecords,
-		knownBugs: cfg.KnownBugs}
+	res := &Result{Ops: len(plan.Ops), Rounds: plan.Rounds, Expiries: plan.Expiries, PoisonExpected: plan.PoisonRecords}
 	counts := &counters{}
 	budget := newBudget(cfg.Faults.MaxPerBatch)
 	margin := 50 * time.Millisecond
@@ -131,7 +116,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		WrapAPI: func(db apply.API) apply.API { return NewAPI(db, cfg.Faults, cfg.Seed, counts) },
 		WrapInvoker: func(next esm.Invoker) esm.Invoker {
 			return &Invoker{next: next, faults: cfg.Faults, dice: newDice(cfg.Seed, 3), budget: budget,
-				counts: counts, margin: margin, bisectAtHead: cfg.BisectItemFailures}
+				counts: counts, margin: margin}
 		},
 		Mapping: esm.Config{
 			BatchSize: cfg.BatchSize,
@@ -192,11 +177,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if res.Failures, err = ReadFailures(cfg.OnFailureDir); err != nil {
 		return res, err
 	}
-	for _, fr := range res.Failures {
-		if fr.RequestContext.ApproximateInvokeCount == 0 {
-			res.Undelivered += fr.DDBStreamBatchInfo.BatchSize
-		}
-	}
 
 	ev, err := ops.NewEvaluator(p.File, "")
 	if err != nil {
@@ -230,19 +210,9 @@ func (r *Result) Problems() []string {
 	if len(r.Poison) != r.PoisonExpected {
 		out = append(out, fmt.Sprintf("poison: the hooks saw %d poison records, the workload has %d", len(r.Poison), r.PoisonExpected))
 	}
-	frs, discarded := r.Failures, int(r.Mapping.OnFailure)
-	if !r.knownBugs {
-		frs = nil
-		for _, fr := range r.Failures {
-			if fr.RequestContext.ApproximateInvokeCount > 0 {
-				frs = append(frs, fr)
-			}
-		}
-		discarded -= r.Undelivered
-	}
-	out = append(out, CheckFailures(frs, r.Poison)...)
-	if discarded != len(r.Poison) {
-		out = append(out, fmt.Sprintf("on-failure: %d records discarded, want exactly the %d poison records", discarded, len(r.Poison)))
+	out = append(out, CheckFailures(r.Failures, r.Poison)...)
+	if int(r.Mapping.OnFailure) != len(r.Poison) {
+		out = append(out, fmt.Sprintf("on-failure: %d records discarded, want exactly the %d poison records", r.Mapping.OnFailure, len(r.Poison)))
 	}
 	return out
 }
@@ -326,9 +296,8 @@ func (r *Result) WriteSummary(w io.Writer) {
 		f.Records, f.Writes, f.WCU, f.DuplicatesSkipped, f.Retries, f.FanOutPages)
 	fmt.Fprintf(w, "faults injected       %d throttles, %d conflicts, %d crashes (%d lost writes), %d short deadlines (%d overran), %d lost responses, %d TTL records, %d poison records\n",
 		in.Throttles, in.Conflicts, in.Crashes, in.LostWrites, in.Timeouts, in.TimedOut, in.LostResponses, in.TTLRecords, in.Poisoned)
-	fmt.Fprintf(w, "failed invocations    %d (function errors and batch item failures); %d head failures bisected\n", mp.Failures, in.BisectedAtHead)
-	fmt.Fprintf(w, "on-failure            %d records in %d files (%d poison records expected; %d never delivered: the emulator could not encode them)\n",
-		mp.OnFailure, len(r.Failures), r.PoisonExpected, r.Undelivered)
+	fmt.Fprintf(w, "failed invocations    %d (function errors and batch item failures)\n", mp.Failures)
+	fmt.Fprintf(w, "on-failure            %d records in %d files (%d poison records expected)\n", mp.OnFailure, len(r.Failures), r.PoisonExpected)
 	fmt.Fprintf(w, "duration              %s (writing %s, draining after the last write %s)\n",
 		r.Duration.Round(time.Second), r.WriteDuration.Round(time.Second), r.DrainDuration.Round(time.Second))
 	fmt.Fprintf(w, "table                 %d items\n", r.Items)

@@ -2,7 +2,6 @@ package reliability
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -19,16 +18,6 @@ import (
 	"github.com/denorm/denorm/internal/local"
 	"github.com/denorm/denorm/internal/provision"
 )
-
-// knownBug skips a test that reproduces an engine bug not fixed yet, unless
-// DENORM_KNOWN_BUGS=1: `make test` stays green for everyone while the reproduction stays
-// one command away. Remove the call when the engine is fixed.
-func knownBug(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("DENORM_KNOWN_BUGS") != "1" {
-		t.Skipf("known engine bug (%s); run with DENORM_KNOWN_BUGS=1 to reproduce", what)
-	}
-}
 
 func startLocal(t *testing.T, cfg esm.Config) *local.Pipeline {
 	t.Helper()
@@ -219,7 +208,6 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // items hold an empty map when a fan-out only removes attributes (onSourceDelete: remove),
 // so their records are lost the same way.
 func TestEmptyMapReachesTheFunction(t *testing.T) {
-	knownBug(t, "esm: DynamoDB Local writes an empty map as {} in stream records; the SDK decodes it to nil or another attribute's value")
 	p := startLocal(t, esm.Config{OnFailureDir: t.TempDir()})
 	ctx := context.Background()
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

@@ -13,7 +13,7 @@ import (
 // engine and oracle), the poison records and only they are in the on-failure destination.
 func TestEveryFaultConverges(t *testing.T) {
 	run(t, chaos.Config{Seed: envUint("DENORM_CHAOS_SEED", 1), Ops: 1500, Faults: chaos.Everything(),
-		BisectItemFailures: true, BatchSize: 50})
+		BatchSize: 50})
 }
 
 // Each fault alone, so a failure names its fault; "none" is the baseline.
@@ -33,7 +33,7 @@ func TestEachFaultAlone(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			run(t, chaos.Config{Seed: 10, Ops: 250, Faults: tc.f, BisectItemFailures: true, BatchSize: 25})
+			run(t, chaos.Config{Seed: 10, Ops: 250, Faults: tc.f, BatchSize: 25})
 		})
 	}
 }
@@ -45,7 +45,7 @@ func TestSoak(t *testing.T) {
 	if n == 0 {
 		t.Skip("soak: set DENORM_SOAK_OPS (make soak SOAK_OPS=100000)")
 	}
-	cfg := chaos.Config{Seed: envUint("DENORM_SOAK_SEED", 1), Ops: n, Faults: chaos.Everything(), BisectItemFailures: true,
+	cfg := chaos.Config{Seed: envUint("DENORM_SOAK_SEED", 1), Ops: n, Faults: chaos.Everything(),
 		Progress: os.Stderr, ProgressEvery: time.Minute, DrainTimeout: 2 * time.Hour}
 	res := run(t, cfg)
 	if dir := os.Getenv("DENORM_SOAK_REPORT"); dir != "" && res != nil {

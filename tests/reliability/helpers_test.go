@@ -37,10 +37,8 @@ func run(t *testing.T, cfg chaos.Config) *chaos.Result {
 	if cfg.Logger == nil {
 		cfg.Logger = quiet()
 	}
-	// Applications move comments between authors and (once
-	// TestRedeliveredPullDoesNotStampAStaleItem passes) replace items with PutItem.
-	cfg.KnownBugs = os.Getenv("DENORM_KNOWN_BUGS") == "1"
-	cfg.Workload = chaos.Options{PutOverCopies: cfg.KnownBugs, Relink: true}
+	// Applications replace items with PutItem and move comments between authors.
+	cfg.Workload = chaos.Options{PutOverCopies: true, Relink: true}
 	res, err := chaos.Run(context.Background(), cfg)
 	if res != nil {
 		var buf bytes.Buffer

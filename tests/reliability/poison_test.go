@@ -19,7 +19,7 @@ import (
 // poisonBatch writes a folder, one poison record and four files of the folder before the
 // mapping starts, so they arrive in one batch: [folder, poison, file x4]. It returns the
 // folder as the pipeline left it, the on-failure records and the poison sequence numbers.
-func poisonBatch(t *testing.T, poison []string, bisectAtHead bool) (map[string]types.AttributeValue, []esm.FailureRecord, map[string]string) {
+func poisonBatch(t *testing.T, poison []string) (map[string]types.AttributeValue, []esm.FailureRecord, map[string]string) {
 	t.Helper()
 	db, _ := ddbtest.Clients(t)
 	table := ddbtest.TableName(t)
@@ -55,9 +55,6 @@ func poisonBatch(t *testing.T, poison []string, bisectAtHead bool) (map[string]t
 	cfg := chaos.PipelineConfig{Endpoint: ddbtest.Endpoint(t), Table: table, RulesPath: rulesPath, Logger: quiet(),
 		Mapping: esm.Config{BatchSize: 10, MaximumRetryAttempts: esm.Int(2), BisectBatchOnFunctionError: true,
 			ReportBatchItemFailures: true, OnFailureDir: dir, RetryBackoff: 5 * time.Millisecond, Hooks: hooks.ESM()}}
-	if bisectAtHead {
-		cfg.WrapInvoker = chaos.BisectAtHead
-	}
 	p, err := chaos.StartPipeline(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -91,8 +88,9 @@ func checkIsolated(t *testing.T, folder map[string]types.AttributeValue, frs []e
 // Each kind of record that can never be applied goes to the on-failure destination alone,
 // and the records behind it in its batch are applied: a truncated record and one without a
 // sequence number fail the invocation (the mapping bisects down to them); an unknown
-// attribute type and a sum value that is a string are batch item failures, bisected at the
-// head of the batch.
+// attribute type and a sum value that is a string fail the invocation as well when they
+// are the first record of a batch of several (handler.Handle), so the mapping bisects
+// down to them too.
 func TestPoisonIsIsolated(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -104,20 +102,17 @@ func TestPoisonIsIsolated(t *testing.T) {
 		{"sum value is a string", []string{"pk", "FOLDER#f1", "sk", "FILE#2025-01-01#bad", "size", "12 kB"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			folder, frs, poison := poisonBatch(t, tc.poison, true)
+			folder, frs, poison := poisonBatch(t, tc.poison)
 			checkIsolated(t, folder, frs, poison)
 		})
 	}
 }
 
-// The emulator retries a batch whose first record the function reports as failed whole,
-// without bisecting, and when the retries run out discards every record of it: the four
-// files behind the poison record are never applied and go to the on-failure destination
-// with it. AWS documents that with BisectBatchOnFunctionError a partial batch response
-// bisects the batch.
+// A poison record at the head of a batch: the handler returns a function error rather than
+// a batch item failure for the first record, so the mapping bisects the batch and the four
+// files behind the poison record are applied; only the poison record is discarded.
 func TestPoisonAtHeadKeepsTheRecordsBehindIt(t *testing.T) {
-	knownBug(t, "esm: a batch item failure at the first record is never bisected; the records behind it are discarded with it")
-	folder, frs, poison := poisonBatch(t, []string{"pk", "FOLDER#f1", "sk", "FILE#2025-01-01#bad", "size", "12 kB"}, false)
+	folder, frs, poison := poisonBatch(t, []string{"pk", "FOLDER#f1", "sk", "FILE#2025-01-01#bad", "size", "12 kB"})
 	checkIsolated(t, folder, frs, poison)
 }
 

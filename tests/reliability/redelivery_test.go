@@ -25,7 +25,6 @@ import (
 // stale item. The stale record's own pull then fails its guard (a version is there now):
 // the stale name stays. Found by TestEachFaultAlone/short_deadlines.
 func TestRedeliveredPullDoesNotStampAStaleItem(t *testing.T) {
-	knownBug(t, "apply.pull: compares with the record's image and may write only the version stamp onto an item the application changed since")
 	ctx := context.Background()
 	db, streams := ddbtest.Clients(t)
 	set, err := rules.LoadSet(rulesPath)
