@@ -50,29 +50,62 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.clos
 PY
 }
 
+# db_root is where instances keep their database: tmpfs where there is one, so the file costs
+# about what -inMemory does, else the cache folder.
+db_root() {
+  if [ -d /dev/shm ] && [ -w /dev/shm ]; then echo /dev/shm; else echo "$STATE"; fi
+}
+
+# sweep removes the databases of instances whose process is gone (a killed run).
+sweep() {
+  local d
+  for d in "$(db_root)"/denorm-dynamodb-local.*; do
+    [ -f "$d/pid" ] || continue
+    kill -0 "$(cat "$d/pid")" 2>/dev/null || rm -rf "$d"
+  done
+}
+
 start() {
   need_tools
   fetch
   mkdir -p "$STATE"
+  sweep
   local port=${DENORM_DYNAMODB_PORT:-$(free_port)}
   local jd; jd=$(jar_dir)
   local log="$STATE/$port.log"
+  # A database file rather than -inMemory, so StreamIndex.java can add the index DynamoDB
+  # Local's stream table lacks (without it every write slows down as stream records pile up).
+  local db; db=$(db_root)/denorm-dynamodb-local.$port
+  rm -rf "$db" && mkdir -p "$db"
   (cd "$jd" && exec java -Xmx1g -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
-      -inMemory -sharedDb -port "$port" >"$log" 2>&1) &
+      -dbPath "$db" -sharedDb -port "$port" >"$log" 2>&1) &
   local pid=$!
   echo "$pid" >"$STATE/$port.pid"
+  echo "$pid" >"$db/pid"
   local url="http://127.0.0.1:$port"
   for _ in $(seq 1 150); do
-    if ! kill -0 "$pid" 2>/dev/null; then die "DynamoDB Local exited at start: $(tail -5 "$log")"; fi
+    if ! kill -0 "$pid" 2>/dev/null; then rm -rf "$db"; die "DynamoDB Local exited at start: $(tail -5 "$log")"; fi
     if curl -s -o /dev/null -X POST "$url" -H 'X-Amz-Target: DynamoDB_20120810.ListTables' \
         -H 'Content-Type: application/x-amz-json-1.0' \
         -H 'Authorization: AWS4-HMAC-SHA256 Credential=local/20200101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0' -d '{}'; then
+      index "$jd" "$db/shared-local-instance.db"
       echo "$url"; return 0
     fi
     sleep 0.2
   done
   kill "$pid" 2>/dev/null || true
+  rm -rf "$db"
   die "DynamoDB Local did not answer on $url within 30 s: $(tail -5 "$log")"
+}
+
+# index adds the stream index (scripts/StreamIndex.java). Without it the emulator still works,
+# only slower as a run goes on: say so, and go on.
+index() {
+  local out
+  if ! out=$(java -cp "$1/DynamoDBLocal_lib/sqlite4java.jar" -Djava.library.path="$1/DynamoDBLocal_lib" \
+      "$ROOT/scripts/StreamIndex.java" "$2" 2>&1); then
+    echo "dynamodb-local: warning: could not add the stream index, writes will slow down as stream records pile up: $out" >&2
+  fi
 }
 
 # stop PORT stops one instance: several runs (tests, a demo) may share the cache folder.
@@ -82,9 +115,9 @@ stop() {
   [ -e "$f" ] || die "no instance started on port $1"
   kill "$(cat "$f")" 2>/dev/null || true
   rm -f "$f"
+  rm -rf "$(db_root)/denorm-dynamodb-local.$1"
 }
 
-stop_one() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
 run() {
   [ "${1:-}" = "--" ] && shift
@@ -93,7 +126,7 @@ run() {
   local url; url=$(start)
   local port=${url##*:}
   local pid; pid=$(cat "$STATE/$port.pid")
-  trap 'kill '"$pid"' 2>/dev/null || true; rm -f "'"$STATE/$port.pid"'"' EXIT INT TERM
+  trap 'kill '"$pid"' 2>/dev/null || true; rm -f "'"$STATE/$port.pid"'"; rm -rf "'"$(db_root)/denorm-dynamodb-local.$port"'"' EXIT INT TERM
   echo "dynamodb-local: running at $url" >&2
   DENORM_DYNAMODB_ENDPOINT=$url "$@"
 }

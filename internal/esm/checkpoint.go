@@ -42,7 +42,7 @@ type checkpoint struct {
 }
 
 // loadCheckpoint reads path. A missing file is an empty checkpoint; a checkpoint of another
-// stream (the table was re-created, as DynamoDB Local does on every -inMemory start) is
+// stream (the table was re-created, as on every start of scripts/dynamodb-local.sh) is
 // ignored with a warning, because its sequence numbers mean nothing for this stream.
 func loadCheckpoint(path, streamARN string, log *slog.Logger) (*checkpoint, error) {
 	c := &checkpoint{path: path, data: checkpointFile{Version: checkpointVersion, StreamARN: streamARN, Shards: map[string]shardCheckpoint{}}}
