@@ -4,7 +4,7 @@ SHELL := bash
 GO ?= go
 DDB := scripts/dynamodb-local.sh
 FUNCTIONS := $(notdir $(wildcard functions/*))
-GOTEST_FLAGS ?= -count=1 -timeout 30m
+GOTEST_FLAGS ?= -count=1 -timeout 20m
 
 .PHONY: all build test test-unit vet demo clean ddb-fetch
 
@@ -23,9 +23,14 @@ build:
 vet:
 	$(GO) vet ./...
 
-## test: vet, unit and integration tests on one DynamoDB Local for the whole run, and the CDK app
+## test: vet, unit and integration tests on one DynamoDB Local for the whole run, and the CDK app.
+## Test binaries are built in parallel first; then packages run one at a time (-p 1): they
+## share one DynamoDB Local, whose single SQLite thread is the bottleneck. The default table's
+## smoke test runs first and verbosely, so the log shows the table and a stream record.
+SMOKE_TEST := -run '^TestDefaultTableStreamsAWrite$$' ./internal/provision/
 test: vet test-infra
-	$(DDB) run -- $(GO) test $(GOTEST_FLAGS) ./...
+	$(GO) test -count=1 -run '^$$' ./... >/dev/null
+	$(DDB) run -- bash -c "$(GO) test -count=1 -v $(SMOKE_TEST) && $(GO) test -p 1 $(GOTEST_FLAGS) ./..."
 
 ## test-unit: the tests that need no emulator
 test-unit:

@@ -56,6 +56,8 @@ func TestDefaultTableStreamsAWrite(t *testing.T) {
 	if aws.ToString(rec.Dynamodb.SequenceNumber) == "" {
 		t.Error("stream record has no sequence number")
 	}
+	t.Logf("table %s: %d LSIs, %d GSIs, stream %s", name, len(desc.LocalSecondaryIndexes), len(desc.GlobalSecondaryIndexes),
+		desc.StreamSpecification.StreamViewType)
 	t.Logf("stream record: %s %s seq=%s keys=%d new=%d attributes", rec.EventName, aws.ToString(rec.EventID),
 		aws.ToString(rec.Dynamodb.SequenceNumber), len(rec.Dynamodb.Keys), len(rec.Dynamodb.NewImage))
 }
