@@ -12,7 +12,7 @@ import (
 func TestDeliveredTwice(t *testing.T) {
 	e := newEnv(t, apply.Options{})
 	e.api.failAfter = -1
-	e.workload(1, 5, 6, 160)
+	e.workload(1, 5, 6, 300)
 	e.drain(25, func(b []json.RawMessage) { e.lambdaLike(b); e.lambdaLike(b) })
 	e.check()
 }
@@ -21,7 +21,7 @@ func TestDeliveredTwice(t *testing.T) {
 // as Lambda does after a function error, for several k.
 func TestCrashAfterKWritesThenRedelivered(t *testing.T) {
 	e := newEnv(t, apply.Options{})
-	e.workload(2, 4, 5, 140)
+	e.workload(2, 4, 5, 250)
 	k := 0
 	e.drain(30, func(b []json.RawMessage) {
 		k = (k + 3) % 7
@@ -38,7 +38,7 @@ func TestCrashAfterKWritesThenRedelivered(t *testing.T) {
 func TestBisectedBatches(t *testing.T) {
 	e := newEnv(t, apply.Options{})
 	e.api.failAfter = -1
-	e.workload(3, 4, 5, 140)
+	e.workload(3, 4, 5, 250)
 	e.drain(40, func(b []json.RawMessage) {
 		h := len(b) / 2
 		e.lambdaLike(b[:h])
@@ -62,7 +62,7 @@ func TestTransactionConflictRetried(t *testing.T) {
 func TestRenameStormConverges(t *testing.T) {
 	e := newEnv(t, apply.Options{PageSize: 7, InlinePages: 1})
 	e.api.failAfter = -1
-	e.workload(5, 3, 3, 200)
+	e.workload(5, 3, 3, 400)
 	e.drain(13, e.lambdaLike)
 	e.check()
 }

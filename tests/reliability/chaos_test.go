@@ -33,7 +33,7 @@ func TestEachFaultAlone(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			run(t, chaos.Config{Seed: 10, Ops: 250, Faults: tc.f, BatchSize: 25})
+			run(t, chaos.Config{Seed: 10, Ops: 350, Faults: tc.f, BatchSize: 25})
 		})
 	}
 }
