@@ -12,9 +12,6 @@ import (
 	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/denorm/denorm/internal/apply"
-	"github.com/denorm/denorm/internal/ddbtest"
-	"github.com/denorm/denorm/internal/handler"
-	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
 )
 
@@ -26,41 +23,24 @@ import (
 // version, so the guard let the older value through; found by a 20,000-operation soak).
 func TestLaggingJobShardDoesNotOverwritePulledCopy(t *testing.T) {
 	ctx := context.Background()
-	db, streams := ddbtest.Clients(t)
-	set, err := rules.LoadSet(rulesPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, desc := ddbtest.NewTable(t, db, set.Table)
-	arn := aws.ToString(desc.LatestStreamArn)
-	reader := ddbtest.NewStreamReader(t, streams, arn)
-	h := handler.New(set, apply.New(db, table, set, apply.Options{PageSize: 3, InlinePages: 1}), handler.Options{Logger: quiet()})
+	r := newRig(t, apply.Options{PageSize: 3, InlinePages: 1})
+	db, table := r.db, r.table
 
-	invoke := func(raw json.RawMessage) {
-		t.Helper()
-		resp, err := h.Handle(ctx, json.RawMessage(record.EncodeEvent([]json.RawMessage{raw})))
-		if err != nil || len(resp.BatchItemFailures) > 0 {
-			t.Fatalf("invocation failed: %v %v", err, resp.BatchItemFailures)
-		}
-	}
 	var held []json.RawMessage // the job shard's records, not read yet
 	deliver := func(holdJobs bool) {
 		t.Helper()
 		for round := 0; round < 50; round++ {
-			recs := reader.Read(0)
+			recs := r.reader.Read(0)
 			if len(recs) == 0 {
 				return
 			}
-			for _, r := range recs {
-				raw, err := record.EncodeStreamRecord(r, arn, "")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if pk := r.Dynamodb.Keys["pk"]; holdJobs && pk != nil && strings.HasPrefix(streamS(pk), rules.JobPrefix) {
+			for _, rec := range recs {
+				raw := r.encode(rec)
+				if pk := rec.Dynamodb.Keys["pk"]; holdJobs && pk != nil && strings.HasPrefix(streamS(pk), rules.JobPrefix) {
 					held = append(held, raw)
 					continue
 				}
-				invoke(raw)
+				r.invoke(raw)
 			}
 		}
 		t.Fatal("the stream did not go quiet")
@@ -109,7 +89,7 @@ func TestLaggingJobShardDoesNotOverwritePulledCopy(t *testing.T) {
 	write(comment("06")) // after the old job's cursor; its insert pulls "Two"
 	deliver(true)
 	for _, raw := range held { // the job's shard catches up
-		invoke(raw)
+		r.invoke(raw)
 	}
 	held = nil
 	deliver(false)

@@ -8,13 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/denorm/denorm/internal/apply"
-	"github.com/denorm/denorm/internal/ddbtest"
-	"github.com/denorm/denorm/internal/handler"
-	"github.com/denorm/denorm/internal/record"
-	"github.com/denorm/denorm/internal/rules"
 )
 
 // A comment is inserted with its author's current name; its record pulls and stamps the
@@ -26,40 +21,19 @@ import (
 // the stale name stays. Found by TestEachFaultAlone/short_deadlines.
 func TestRedeliveredPullDoesNotStampAStaleItem(t *testing.T) {
 	ctx := context.Background()
-	db, streams := ddbtest.Clients(t)
-	set, err := rules.LoadSet(rulesPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, desc := ddbtest.NewTable(t, db, set.Table)
-	arn := aws.ToString(desc.LatestStreamArn)
-	reader := ddbtest.NewStreamReader(t, streams, arn)
-	h := handler.New(set, apply.New(db, table, set, apply.Options{}), handler.Options{Logger: quiet()})
-	invoke := func(raws ...json.RawMessage) {
-		t.Helper()
-		resp, err := h.Handle(ctx, json.RawMessage(record.EncodeEvent(raws)))
-		if err != nil || len(resp.BatchItemFailures) > 0 {
-			t.Fatalf("invocation failed: %v %v", err, resp.BatchItemFailures)
-		}
-	}
-	encode := func(r stypes.Record) json.RawMessage {
-		raw, err := record.EncodeStreamRecord(r, arn, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return raw
-	}
+	r := newRig(t, apply.Options{})
+	db, table := r.db, r.table
 	drain := func() (last []json.RawMessage) {
 		for round := 0; round < 20; round++ {
-			recs := reader.Read(0)
+			recs := r.reader.Read(0)
 			if len(recs) == 0 {
 				return last
 			}
 			last = nil
-			for _, r := range recs {
-				raw := encode(r)
+			for _, rec := range recs {
+				raw := r.encode(rec)
 				last = append(last, raw)
-				invoke(raw)
+				r.invoke(raw)
 			}
 		}
 		t.Fatal("the stream did not go quiet")
@@ -80,14 +54,14 @@ func TestRedeliveredPullDoesNotStampAStaleItem(t *testing.T) {
 	put("pk", "USER#u1", "sk", "PROFILE", "name", "Bea", "avatar", "b.png") // registers the version of Bea
 	drain()
 	put("pk", pk, "sk", sk, "gsi1pk", "USER#u1", "gsi1sk", "COMMENT#2025-01-01T00:00:00Z", "text", "hi", "userName", "Bea", "userAvatar", "b.png")
-	recs := reader.Read(0)
+	recs := r.reader.Read(0)
 	if len(recs) != 1 {
 		t.Fatalf("%d records, want the comment's insert", len(recs))
 	}
-	insert := encode(recs[0])
-	invoke(insert)
+	insert := r.encode(recs[0])
+	r.invoke(insert)
 	put("pk", pk, "sk", sk, "gsi1pk", "USER#u1", "gsi1sk", "COMMENT#2025-01-01T00:00:00Z", "text", "edited", "userName", "stale")
-	invoke(insert) // the insert's batch again, its first response lost
+	r.invoke(insert) // the insert's batch again, its first response lost
 	drain()
 	c := getItemDB(t, db, table, pk, sk)
 	if attrS(c, "userName") != "Bea" || attrS(c, "userAvatar") != "b.png" {
