@@ -113,7 +113,10 @@ stop() {
   [ -n "${1:-}" ] || die "usage: $0 stop PORT (the port \`start\` printed)"
   local f="$STATE/$1.pid"
   [ -e "$f" ] || die "no instance started on port $1"
-  kill "$(cat "$f")" 2>/dev/null || true
+  local pid; pid=$(cat "$f")
+  kill "$pid" 2>/dev/null || true
+  # Wait for it, so a next instance does not compete with it and its database can go.
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   rm -f "$f"
   rm -rf "$(db_root)/denorm-dynamodb-local.$1"
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/denorm/denorm/internal/bench"
+	"github.com/denorm/denorm/internal/ddblocal"
 )
 
 func init() {
@@ -29,7 +30,7 @@ func runBench(ctx context.Context, args []string) error {
 	out := fs.String("out", "", "directory for bench.json, bench.md and bench.png (default: print the tables only)")
 	keep := fs.Bool("keep-tables", false, "keep the benchmark tables (default: delete each after its run)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	perRun := fs.Bool("emulator-per-run", true, "start a fresh DynamoDB Local (scripts/dynamodb-local.sh) for every run and the ceiling: DynamoDB Local slows down as it is used, so runs sharing one are not comparable; false uses --endpoint for all")
+	perRun := fs.Bool("emulator-per-run", true, "start a fresh DynamoDB Local (scripts/dynamodb-local.sh) for every run and the ceiling, so that no run inherits the items and stream records of the runs before it; false uses --endpoint for all")
 	warm := fs.Duration("warmup", 3*time.Second, "warm each run's emulator with each request shape this long first (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -68,11 +69,10 @@ func runBench(ctx context.Context, args []string) error {
 		cfg.WarmUp = -1
 	}
 	if *perRun {
-		script := filepath.Join("scripts", "dynamodb-local.sh")
-		if _, err := os.Stat(script); err != nil {
-			return errors.New("--emulator-per-run needs scripts/dynamodb-local.sh: run from the repository root, or pass --emulator-per-run=false --endpoint URL")
+		if _, err := os.Stat(ddblocal.Script); err != nil {
+			return fmt.Errorf("--emulator-per-run needs %s: run from the repository root, or pass --emulator-per-run=false --endpoint URL", ddblocal.Script)
 		}
-		cfg.Emulator = bench.Fresh{Script: script, Cache: os.Getenv("DENORM_CACHE")}
+		cfg.Emulator = bench.Fresh{Script: ddblocal.Script}
 	} else {
 		ep, stop, err := ensureEndpoint(ctx, *endpoint)
 		if err != nil {

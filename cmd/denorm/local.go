@@ -2,16 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/denorm/denorm/internal/ddblocal"
 	"github.com/denorm/denorm/internal/esm"
 	"github.com/denorm/denorm/internal/local"
 )
@@ -92,25 +91,5 @@ func ensureEndpoint(ctx context.Context, endpoint string) (string, func(), error
 	if endpoint != "" {
 		return endpoint, func() {}, nil
 	}
-	script := filepath.Join("scripts", "dynamodb-local.sh")
-	if _, err := os.Stat(script); err != nil {
-		return "", nil, errors.New("no --endpoint and no scripts/dynamodb-local.sh here: run from the repository root or pass --endpoint")
-	}
-	out, err := exec.CommandContext(ctx, "bash", script, "start").Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return "", nil, fmt.Errorf("starting DynamoDB Local: %s", strings.TrimSpace(string(ee.Stderr)))
-		}
-		return "", nil, fmt.Errorf("starting DynamoDB Local: %w", err)
-	}
-	url := strings.TrimSpace(string(out))
-	port := url[strings.LastIndexByte(url, ':')+1:]
-	return url, func() {
-		pidFile := filepath.Join(".cache", "dynamodb-local", "run", port+".pid")
-		if b, err := os.ReadFile(pidFile); err == nil {
-			_ = exec.Command("kill", strings.TrimSpace(string(b))).Run()
-			_ = os.Remove(pidFile)
-		}
-	}, nil
+	return ddblocal.Start(ctx, ddblocal.Script)
 }
