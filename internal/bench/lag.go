@@ -11,12 +11,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/denorm/denorm/internal/exprval"
 	"github.com/denorm/denorm/internal/workload"
 )
 
@@ -52,7 +48,7 @@ func writePaced(ctx context.Context, db workload.Writer, table string, ops []wor
 		go func(in chan int) {
 			defer wg.Done()
 			for i := range in {
-				if err := writeOp(ctx, db, table, tagged(ops[i], i)); err != nil {
+				if err := workload.Apply(ctx, db, table, tagged(ops[i], i)); err != nil {
 					errOnce.Do(func() { firstErr = fmt.Errorf("writing op %d: %w", i, err) })
 					continue
 				}
@@ -92,28 +88,6 @@ func laneOf(s string, n int) int {
 }
 
 // writeOp makes one application write as workload.Write does.
-func writeOp(ctx context.Context, db workload.Writer, table string, op workload.Op) error {
-	switch {
-	case op.Put != nil:
-		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: op.Put})
-		return err
-	case op.Del != nil:
-		_, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: op.Del})
-		return err
-	}
-	var ub expression.UpdateBuilder
-	for name, v := range op.Set {
-		ub = ub.Set(expression.Name(name), exprval.Of(v))
-	}
-	e, err := expression.NewBuilder().WithUpdate(ub).Build()
-	if err != nil {
-		return err
-	}
-	_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: op.Key,
-		UpdateExpression: e.Update(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
-	return err
-}
-
 // lagObserver traces delivered records to the lag phase's writes and keeps, per write, the
 // last time a handler reported its record fully applied.
 type lagObserver struct {

@@ -54,16 +54,7 @@ func writePhase(ctx context.Context, db Writer, table string, ops []Op, workers 
 		go func(lane []Op) {
 			defer wg.Done()
 			for _, op := range lane {
-				var err error
-				switch {
-				case op.Put != nil:
-					_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: op.Put})
-				case op.Del != nil:
-					_, err = db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: op.Del})
-				default:
-					err = updateItem(ctx, db, table, op)
-				}
-				if err != nil {
+				if err := Apply(ctx, db, table, op); err != nil {
 					errs <- fmt.Errorf("writing workload: %w", err)
 					return
 				}
@@ -87,7 +78,17 @@ func fnv(s string) uint32 {
 	return h
 }
 
-func updateItem(ctx context.Context, db Writer, table string, op Op) error {
+// Apply writes one op as an application would: PutItem, DeleteItem, or an UpdateItem that
+// sets op.Set on op.Key.
+func Apply(ctx context.Context, db Writer, table string, op Op) error {
+	switch {
+	case op.Put != nil:
+		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: op.Put})
+		return err
+	case op.Del != nil:
+		_, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: op.Del})
+		return err
+	}
 	var ub expression.UpdateBuilder
 	for name, v := range op.Set {
 		ub = ub.Set(expression.Name(name), exprval.Of(v))
