@@ -68,6 +68,18 @@ soak:
 	DENORM_SOAK_OPS=$(SOAK_OPS) DENORM_SOAK_SEED=$(SOAK_SEED) $(DDB) run -- \
 	  $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./tests/reliability/
 
+## fuzz: every fuzz target for FUZZTIME each (no emulator needed). Minimizing a new input is
+## capped: Go's default (60 s) can spend a whole run shrinking one large rules file or event.
+FUZZTIME ?= 60s
+FUZZ_TARGETS := internal/keys:FuzzTemplate internal/rules:FuzzParse internal/record:FuzzDecode \
+  internal/record:FuzzSplitEvent internal/plan:FuzzPlan internal/esm:FuzzFilter
+.PHONY: fuzz
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz: $${t#*:} in ./$${t%%:*} for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./$${t%%:*} || exit 1; \
+	done
+
 clean:
 	rm -rf dist
 

@@ -16,7 +16,7 @@ import (
 // FuzzDecode checks that Decode never panics and that whatever it accepts is JSON, means
 // what encoding/json says it means, and survives EncodeChange.
 //
-//	go test ./internal/record -run '^$' -fuzz FuzzDecode -fuzztime 60s
+//	make fuzz FUZZTIME=60s (or go test ./internal/record -run '^$' -fuzz FuzzDecode -fuzztime 60s -fuzzminimizetime 5s)
 func FuzzDecode(f *testing.F) {
 	for _, raw := range seedRecords(f) {
 		// Compact seeds mutate and minimize faster than indented ones.
@@ -64,7 +64,7 @@ func FuzzDecode(f *testing.F) {
 // FuzzSplitEvent checks that SplitEvent never panics and splits only JSON, into the
 // records encoding/json finds.
 //
-//	go test ./internal/record -run '^$' -fuzz FuzzSplitEvent -fuzztime 60s
+//	make fuzz (or go test ./internal/record -run '^$' -fuzz FuzzSplitEvent -fuzztime 60s -fuzzminimizetime 5s)
 func FuzzSplitEvent(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
 	for _, file := range files {
