@@ -8,6 +8,13 @@
 // creates: measured here, 1,000 puts on a new table took 19 s after 30,000 records on an older
 // stream, and 1.3 s with this index.
 //
+// The index is on StreamID alone. SequenceNumber is the table's INTEGER PRIMARY KEY, the
+// rowid, which every index entry already ends with: SQLite then serves both the MIN above and
+// GetRecords' `StreamID = ? AND SequenceNumber >= ?` from it. Naming SequenceNumber as a
+// second column instead makes SQLite 3.8.7 (the version DynamoDB Local ships) use the index
+// for StreamID only, so every GetRecords scanned its whole stream: on 300,000 records,
+// 117 ms a call instead of 0.14 ms.
+//
 // Run by scripts/dynamodb-local.sh once the emulator answers (it has created its tables):
 //
 //	java -cp DynamoDBLocal_lib/sqlite4java.jar -Djava.library.path=DynamoDBLocal_lib StreamIndex.java DB_FILE
@@ -22,7 +29,7 @@ public class StreamIndex {
         db.open(false); // the file must exist: DynamoDB Local made it
         try {
             db.setBusyTimeout(30000);
-            db.exec("CREATE INDEX IF NOT EXISTS denorm_us_stream ON us(StreamID, SequenceNumber)");
+            db.exec("CREATE INDEX IF NOT EXISTS denorm_us_stream ON us(StreamID)");
         } finally {
             db.dispose();
         }
