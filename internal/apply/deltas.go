@@ -25,7 +25,8 @@ const MarkerPrefix = rules.ReservedPrefix + "#m#"
 
 // watermarked applies one target's deltas with one conditional UpdateItem: the deltas of
 // every record after the target's watermark, and the watermark advanced to the last of
-// them. A replayed record is at or below the watermark and is left out.
+// them, even when they sum to zero. A replayed record is at or below the watermark and is
+// left out.
 func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 	x := r.x
 	wm := ""
@@ -36,13 +37,21 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 			attrs = createOnly(attrs)
 		}
 		rec := firstRec(t, wm)
-		if len(attrs) == 0 || allZero(attrs) {
+		zero := allZero(attrs)
+		if maxSeq == "" || len(attrs) == 0 || (dropSkip && zero) {
+			// Every record is at or below the watermark, or the target is missing and
+			// nothing would create it.
 			return -1, nil
 		}
+		// A zero net (an item counted in and out within the batch) still advances the
+		// watermark: if Lambda resumes the batch between the two records, the second
+		// must be a duplicate, not a delta of its own.
 		var ub expression.UpdateBuilder
-		needExists := false
+		needExists := zero // a zero net never creates the target
 		for _, a := range attrs {
-			ub = ub.Add(expression.Name(a.Attribute), num(a.Amount.String()))
+			if !zero {
+				ub = ub.Add(expression.Name(a.Attribute), num(a.Amount.String()))
+			}
 			needExists = needExists || !a.Create
 		}
 		ub = ub.Set(expression.Name(WatermarkAttr), num(record.NormSeq(maxSeq)))

@@ -33,6 +33,54 @@ func TestCrashAfterKWritesThenRedelivered(t *testing.T) {
 	e.check()
 }
 
+// A comment added and removed within one batch nets its post's count to zero. The batch
+// fails at a record between the two (another post's counter update fails) and Lambda
+// resumes there: the removal, delivered again without its insert, must be a duplicate for
+// the post, not a second -1. The 100,000-operation soak found this as a group's
+// memberCount one short: a zero net skipped the write and left the watermark behind.
+func TestZeroNetThenResumedBetween(t *testing.T) {
+	e := newEnv(t, apply.Options{})
+	e.api.failAfter = -1
+	e.put(map[string]string{"pk": "POST#p", "sk": "METADATA", "userId": "u1"})
+	e.put(map[string]string{"pk": "POST#q", "sk": "METADATA", "userId": "u1"})
+	e.drain(10, e.lambdaLike)
+
+	comment := func(post, id string) map[string]string {
+		return map[string]string{"pk": post, "sk": "COMMENT#" + id, "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#" + id, "status": "visible"}
+	}
+	e.put(comment("POST#p", "c1"))
+	e.put(comment("POST#q", "c2"))
+	e.del("POST#p", "COMMENT#c1")
+	batch := e.records()
+	if len(batch) != 3 {
+		t.Fatalf("%d records, want insert c1, insert c2, remove c1", len(batch))
+	}
+	e.api.failPK = "POST#q"
+	if i := e.invoke(batch); i != 1 {
+		t.Fatalf("first delivery failed at record %d, want 1 (post q's counter)", i)
+	}
+	e.api.failPK = ""
+	e.lambdaLike(batch[1:]) // Lambda resumes at the reported record
+	e.drain(10, e.lambdaLike)
+	e.check()
+}
+
+// A batch stops after k of its writes and Lambda resumes it at the record it reports, as
+// with ReportBatchItemFailures (a function error makes invoke report 0: the whole batch).
+func TestCrashAfterKWritesThenResumed(t *testing.T) {
+	e := newEnv(t, apply.Options{})
+	e.workload(6, 4, 5, 250)
+	k := 0
+	e.drain(30, func(b []json.RawMessage) {
+		k = (k + 3) % 7
+		e.api.failAfter, e.api.writes = k, 0
+		i := e.invoke(b)
+		e.api.failAfter = -1
+		e.lambdaLike(b[i:])
+	})
+	e.check()
+}
+
 // A batch is split in halves (bisect on error) and each half delivered, then the whole
 // batch again.
 func TestBisectedBatches(t *testing.T) {

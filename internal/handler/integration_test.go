@@ -72,7 +72,8 @@ type faultyAPI struct {
 	apply.API
 	failAfter int // fail every write once this many succeeded; < 0 disables
 	writes    int
-	conflicts int // the next n transactions fail with TransactionConflict
+	conflicts int    // the next n transactions fail with TransactionConflict
+	failPK    string // UpdateItem on this partition key fails; "" for none
 }
 
 var errCrash = fmt.Errorf("injected crash")
@@ -86,6 +87,9 @@ func (f *faultyAPI) gate() error {
 }
 
 func (f *faultyAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if pk, ok := in.Key["pk"].(*types.AttributeValueMemberS); ok && f.failPK != "" && pk.Value == f.failPK {
+		return nil, errCrash
+	}
 	if err := f.gate(); err != nil {
 		return nil, err
 	}
