@@ -154,7 +154,8 @@ func (b *Baseline) post(ctx context.Context, rec *events.DynamoDBEventRecord, ol
 	return nil
 }
 
-// comment: counted into its post and its author; filled with its author's name on insert.
+// comment: counted into its post and its author; filled with its author's name on insert, and
+// again when the application replaced it (PutItem) without the copy.
 func (b *Baseline) comment(ctx context.Context, rec *events.DynamoDBEventRecord, pk, sk string, old, nw item, insert bool) error {
 	var ds []delta
 	if b.Rules["post-comment-count"] {
@@ -176,13 +177,14 @@ func (b *Baseline) comment(ctx context.Context, rec *events.DynamoDBEventRecord,
 	if err := b.count(ctx, rec, ds); err != nil {
 		return err
 	}
-	if insert && b.Rules["comment-author"] {
+	if (insert || dropped(old, nw, "userName", "userAvatar")) && b.Rules["comment-author"] {
 		return b.pull(ctx, pk, sk, nw, str(nw["gsi1pk"]), "PROFILE", map[string]string{"userName": "name", "userAvatar": "avatar"})
 	}
 	return nil
 }
 
-// membership: mirrored into the group's member list; filled with the group's name on insert.
+// membership: mirrored into the group's member list; filled with the group's name on insert,
+// and again when the application replaced it (PutItem) without the copy.
 func (b *Baseline) membership(ctx context.Context, pk, sk string, old, nw item, insert bool) error {
 	group, user := sk, "USER#"+strings.TrimPrefix(pk, "USER#")
 	if b.Rules["group-members"] {
@@ -200,7 +202,7 @@ func (b *Baseline) membership(ctx context.Context, pk, sk string, old, nw item, 
 			}
 		}
 	}
-	if insert && b.Rules["membership-group-name"] {
+	if (insert || dropped(old, nw, "groupName")) && b.Rules["membership-group-name"] {
 		return b.pull(ctx, pk, sk, nw, group, "METADATA", map[string]string{"groupName": "name"})
 	}
 	return nil
@@ -542,6 +544,17 @@ func pick(it item, attrs ...string) map[string]types.AttributeValue {
 func changed(old, nw item, attrs ...string) bool {
 	for _, a := range attrs {
 		if !sameValue(get(old, a), get(nw, a)) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropped: the record removed one of attrs from the item (an application PutItem that
+// replaced the item without its copied attributes).
+func dropped(old, nw item, attrs ...string) bool {
+	for _, a := range attrs {
+		if old != nil && nw != nil && get(old, a) != nil && get(nw, a) == nil {
 			return true
 		}
 	}
