@@ -100,7 +100,14 @@ func TestSummarizeChecks(t *testing.T) {
 	if w.Ratios.WCUVsBaseline != 5.0/400 || w.Ratios.CeilingFraction != 4 {
 		t.Errorf("ratios: %+v", w.Ratios)
 	}
-	if len(w.Checks) != 3 || !w.Checks[0].Met || !w.Checks[1].Met || !w.Checks[2].Met || !r.AllVerified {
+	if len(w.Checks) != 4 || !w.Checks[0].Met || !w.Checks[1].Met || !w.Checks[2].Met || !w.Checks[3].Met || !r.AllVerified {
 		t.Errorf("checks: %+v", w.Checks)
+	}
+	// A baseline that drifted voids the comparison, and the check says it was the baseline.
+	r.Workloads[0].Runs[3].Verify = Verify{Drift: 1}
+	r.summarize()
+	w = r.Workloads[0]
+	if r.AllVerified || !w.Checks[2].Met || w.Checks[3].Met {
+		t.Errorf("baseline drift: verified %v, checks %+v", r.AllVerified, w.Checks)
 	}
 }
