@@ -9,12 +9,13 @@ import (
 	"os"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/jsii-runtime-go"
+
+	"github.com/denorm/denorm/infra/jsiiexit"
 )
 
 func main() {
 	err := run()
-	jsii.Close() // stops the Node.js process behind the CDK bindings
+	jsiiexit.End() // not jsii.Close: see jsiiexit.End
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "denorm infra:", err)
 		os.Exit(1)

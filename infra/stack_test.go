@@ -17,6 +17,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/denorm/denorm/infra/denormcdk"
+	"github.com/denorm/denorm/infra/jsiiexit"
 )
 
 const fixtureRules = "testdata/rules.yaml"
@@ -42,11 +43,11 @@ func TestMain(m *testing.M) {
 	codeDirForTests = code
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)
-		jsii.Close()
+		jsiiexit.End()
 		os.Exit(1)
 	}
 	status := m.Run()
-	jsii.Close()
+	jsiiexit.End() // not jsii.Close: see jsiiexit.End
 	os.RemoveAll(code)
 	os.Exit(status)
 }
