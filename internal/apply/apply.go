@@ -128,6 +128,7 @@ type run struct {
 	failed int
 	err    error
 	stats  Stats
+	reads  map[string]*sharedRead // pulls' source and registry reads, shared within the batch
 }
 
 func (r *run) fail(rec int, err error) {

@@ -1,12 +1,9 @@
 package apply
 
 import (
-	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/plan"
@@ -18,7 +15,6 @@ import (
 // (the version and the values the record saw are still there), so a pull never overwrites
 // a newer pushed value nor stamps a version on values it did not check.
 func (r *run) pull(p *plan.Pull) error {
-	x := r.x
 	c := p.Rule.Copy
 	proj := expression.NamesList(expression.Name(c.Set[c.SetOrder[0]]))
 	for _, t := range c.SetOrder[1:] {
@@ -28,19 +24,7 @@ func (r *run) pull(p *plan.Pull) error {
 	if err != nil {
 		return fmt.Errorf("building pull projection: %w", err)
 	}
-	var src map[string]types.AttributeValue
-	err = r.do("reading source "+p.Source.PK, func(ctx context.Context) error {
-		out, err := x.api.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(x.table), Key: x.key(p.Source), ConsistentRead: aws.Bool(true),
-			ProjectionExpression: e.Projection(), ExpressionAttributeNames: e.Names(),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		})
-		if out != nil {
-			r.consumed(false, out.ConsumedCapacity)
-			src = out.Item
-		}
-		return err
-	})
+	src, err := r.readOnce("reading source "+p.Source.PK, p.Source, e.Projection(), e.Names())
 	if err != nil {
 		return err
 	}

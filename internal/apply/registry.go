@@ -63,19 +63,7 @@ func (r *run) register(f *plan.FanOut) error {
 // registeredVersion returns the version to stamp on a pulled copy: the newest version a
 // push started with, if the source's current values are that push's values ("" otherwise).
 func (r *run) registeredVersion(p *plan.Pull, src map[string]types.AttributeValue) (string, error) {
-	x := r.x
-	var reg map[string]types.AttributeValue
-	err := r.do("reading version of "+p.Source.PK, func(ctx context.Context) error {
-		out, err := x.api.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(x.table), Key: x.key(registryKey(p.Rule.Name, p.Source.PK, p.Source.SK)),
-			ConsistentRead: aws.Bool(true), ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		})
-		if out != nil {
-			r.consumed(false, out.ConsumedCapacity)
-			reg = out.Item
-		}
-		return err
-	})
+	reg, err := r.readOnce("reading version of "+p.Source.PK, registryKey(p.Rule.Name, p.Source.PK, p.Source.SK), nil, nil)
 	if err != nil || reg == nil {
 		return "", err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -74,6 +75,12 @@ type faultyAPI struct {
 	writes    int
 	conflicts int    // the next n transactions fail with TransactionConflict
 	failPK    string // UpdateItem on this partition key fails; "" for none
+	gets      atomic.Int64
+}
+
+func (f *faultyAPI) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	f.gets.Add(1)
+	return f.API.GetItem(ctx, in, o...)
 }
 
 var errCrash = fmt.Errorf("injected crash")
