@@ -553,8 +553,11 @@ func changed(old, nw item, attrs ...string) bool {
 // dropped: the record removed one of attrs from the item (an application PutItem that
 // replaced the item without its copied attributes).
 func dropped(old, nw item, attrs ...string) bool {
+	if old == nil || nw == nil {
+		return false // an insert or a delete, not a replacement
+	}
 	for _, a := range attrs {
-		if old != nil && nw != nil && get(old, a) != nil && get(nw, a) == nil {
+		if get(old, a) != nil && get(nw, a) == nil {
 			return true
 		}
 	}
