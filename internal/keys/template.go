@@ -33,6 +33,10 @@ type Template struct {
 // ErrSyntax is returned (wrapped) for malformed templates.
 var ErrSyntax = errors.New("key template syntax")
 
+// ErrNoValue is returned (wrapped) by Render when a variable has no value: the item does not
+// carry the attribute that links it (a parent removed, a sparse index key absent).
+var ErrNoValue = errors.New("no value for")
+
 // Parse parses a template. Variables are [A-Za-z_][A-Za-z0-9_]* with an optional ":width".
 // Two variables may not touch (nothing would tell where one ends), and a literal may follow a
 // variable only if it starts with '#'.
@@ -185,7 +189,7 @@ func (t *Template) Render(get Lookup) (string, error) {
 		}
 		v, ok := get(p.Var)
 		if !ok || v == "" {
-			return "", fmt.Errorf("key %q: no value for {%s}", t.src, p.Var)
+			return "", fmt.Errorf("key %q: %w {%s}", t.src, ErrNoValue, p.Var)
 		}
 		if strings.IndexByte(v, Sep) >= 0 {
 			return "", fmt.Errorf("key %q: value %q of {%s} contains '#'", t.src, v, p.Var)

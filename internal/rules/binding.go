@@ -14,7 +14,8 @@ type Binding struct {
 	item record.Item
 }
 
-// Get returns the value of variable name.
+// Get returns the value of variable name; false when no key template captured it (only a
+// sparse key the item lacks has it) and the item has no attribute of that name.
 func (b Binding) Get(name string) (string, bool) {
 	for i := 0; i+1 < len(b.vars); i += 2 {
 		if b.vars[i] == name {

@@ -40,6 +40,9 @@ type EntityType struct {
 type KeyTemplate struct {
 	Attr string
 	T    *keys.Template
+	// Sparse is true for an index key the entity's items may lack (Entity.Sparse): Match
+	// skips it when absent, and the variables only it captures are then unbound.
+	Sparse bool
 }
 
 // CompiledRule is a rule resolved against entities. The Source is the entity whose changes
@@ -116,7 +119,7 @@ func ParseSet(path string, data []byte) (*Set, error) {
 func compileEntity(spec table.Spec, fe Entity) (*EntityType, error) {
 	e := &EntityType{Name: fe.Name, TypeAttr: fe.TypeAttribute, TypeEquals: fe.TypeEquals,
 		Attributes: fe.Attributes, vars: map[string]bool{}}
-	order := append([]string(nil), fe.KeyOrder...)
+	order := append([]string(nil), keyOrder(&fe)...)
 	// Primary keys first: they are the most selective, so a non-matching item fails fast.
 	sort.SliceStable(order, func(i, j int) bool { return keyRank(spec, order[i]) < keyRank(spec, order[j]) })
 	for _, attr := range order {
@@ -124,7 +127,7 @@ func compileEntity(spec table.Spec, fe Entity) (*EntityType, error) {
 		if err != nil {
 			return nil, fmt.Errorf("entity %s: %w", fe.Name, err)
 		}
-		e.Keys = append(e.Keys, KeyTemplate{Attr: attr, T: t})
+		e.Keys = append(e.Keys, KeyTemplate{Attr: attr, T: t, Sparse: canBeSparse(spec, attr) && contains(fe.Sparse, attr)})
 		for _, v := range t.Vars() {
 			e.vars[v] = true
 		}
@@ -301,7 +304,8 @@ func (s *Set) Match(item record.Item, vars []string) (*EntityType, Binding) {
 	return nil, Binding{}
 }
 
-// Match reports whether item is one of e's and returns the variable binding.
+// Match reports whether item is one of e's and returns the variable binding. A sparse key
+// the item lacks is skipped; one it has must match its template like any other key.
 func (e *EntityType) Match(item record.Item, vars []string) (Binding, bool) {
 	if e.TypeAttr != "" {
 		if v, ok := stringAttr(item, e.TypeAttr); !ok || v != e.TypeEquals {
@@ -309,6 +313,9 @@ func (e *EntityType) Match(item record.Item, vars []string) (Binding, bool) {
 		}
 	}
 	for _, k := range e.Keys {
+		if _, present := item[k.Attr]; !present && k.Sparse {
+			continue
+		}
 		v, ok := stringAttr(item, k.Attr)
 		if !ok {
 			return Binding{}, false

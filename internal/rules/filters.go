@@ -22,6 +22,10 @@ const JobPrefix = ReservedPrefix + "#job#"
 // pull their copy on insert) and fan-out job items. Reserved items (markers, watermarks)
 // never pass. It returns no patterns (no filtering) when some entity's partition key starts
 // with a variable, and fails when the patterns exceed the service's limits.
+//
+// Patterns test the table's partition key only, which every item has: an index key an
+// entity declares sparse is never required, so the record of an item that drops it (and
+// so leaves a rule's target, say a user's count) still reaches the function.
 func (s *Set) FilterPatterns() ([]string, error) {
 	prefixes := map[string]bool{JobPrefix: true}
 	open := false // some entity's partition key starts with a variable: no prefix to filter on
@@ -104,3 +108,17 @@ func (s *Set) QueriedIndexes() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Attributes Denorm keeps on count and sum targets.
+const (
+	// WatermarkAttr holds, on a target that shares its sources' partition, the sequence
+	// number of the last record whose deltas it received.
+	WatermarkAttr = ReservedPrefix + "_wm"
+	// WritesAttr counts Denorm's marker-mode writes to a target. Each of them raises it, so
+	// a stream record of the target whose counter changed while neither it nor the
+	// watermark rose is the application's write, which Denorm undoes.
+	WritesAttr = ReservedPrefix + "_n"
+	// ParkPrefix starts the partition key of the item that holds a missing target's deltas
+	// until the target appears: ParkPrefix + target pk, with the target's sort key.
+	ParkPrefix = ReservedPrefix + "#p#"
+)

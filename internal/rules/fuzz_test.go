@@ -23,6 +23,7 @@ func FuzzParse(f *testing.F) {
 		"version: 1\nentities:\n  A: &a {pk: \"A#{x}\", sk: A}\n  B: *a\n",
 		"version: 1\nrules: [{name: r, count: {of: A, into: A, attribute: c, where: {x: .nan}}}]\n",
 		"version: 1\ntable: {partitionKey: pk, globalIndexes: [{name: g, partitionKey: g, projection: include}]}\n",
+		"version: 1\nentities: {A: {pk: \"A#{x}\", sk: A, gsi1pk: \"B#{y}\", sparse: [gsi1pk, sk, [x]]}}\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -17,6 +17,7 @@ var (
 	localIndexFields  = []string{"name", "sortKey", "projection", "include"}
 	globalIndexFields = []string{"name", "partitionKey", "sortKey", "projection", "include"}
 	typeFields        = []string{"attribute", "equals"}
+	entityFields      = []string{"type", "attributes", "sparse"} // besides key templates
 	ruleFields        = []string{"name", "copy", "mirror", "count", "sum"}
 	copyFields        = []string{"from", "to", "via", "set", "onSourceDelete"}
 	mirrorFields      = []string{"from", "to", "attributes"}
@@ -144,8 +145,8 @@ func (d *yamlDecoder) decodeIndex(n *yaml.Node, path string, global bool) table.
 	return idx
 }
 
-// decodeEntities reads the entities mapping. Any field other than type and attributes is a
-// key attribute with its template; Validate checks it names a key of the table.
+// decodeEntities reads the entities mapping. Any field other than type, attributes and
+// sparse is a key attribute with its template; Validate checks it names a key of the table.
 func (d *yamlDecoder) decodeEntities(n *yaml.Node) {
 	for _, e := range d.entries(n, "", "entities") {
 		ent := Entity{Name: e.key, Pos: e.keyPos, Keys: map[string]string{}, Fields: map[string]Pos{}}
@@ -166,6 +167,12 @@ func (d *yamlDecoder) decodeEntities(n *yaml.Node) {
 				ent.Attributes, at = d.strList(fe.valNode, ctx, "attributes")
 				for i, p := range at {
 					ent.Fields[fmt.Sprintf("attributes.%d", i)] = p
+				}
+			case "sparse":
+				var at []Pos
+				ent.Sparse, at = d.strList(fe.valNode, ctx, "sparse")
+				for i, p := range at {
+					ent.Fields[fmt.Sprintf("sparse.%d", i)] = p
 				}
 			default:
 				if s, ok := d.str(fe.valNode, ctx, "key template "+fe.key); ok {

@@ -41,6 +41,11 @@ type Entity struct {
 	// template source, e.g. "USER#{userId}". KeyOrder keeps file order.
 	Keys     map[string]string
 	KeyOrder []string
+	// Sparse lists index key attributes (of Keys) that an item may lack: the entity matches
+	// an item with or without them, and checks their templates only when they are present.
+	// Removing such a key takes an item out of a sparse index without changing what it is.
+	// The table's own partition and sort keys are never sparse.
+	Sparse []string
 	// Type recognises ElectroDB / effect-dynamodb style items by an attribute value
 	// (for example __edd_e__ = Task). Optional; when set it is checked besides the keys.
 	TypeAttribute string
@@ -48,7 +53,7 @@ type Entity struct {
 	// Attributes are the item's other attributes that rules may read or write. A variable of
 	// another entity's template may be taken from one of these (Post.userId -> USER#{userId}).
 	Attributes []string
-	// Positions of fields by name ("pk", "type", "attributes.2" ...).
+	// Positions of fields by name ("pk", "type", "attributes.2", "sparse.0" ...).
 	Fields map[string]Pos
 }
 

@@ -41,6 +41,9 @@ type entityInfo struct {
 	vars map[string]bool           // "its vars": every template variable and declared attribute
 	has  map[string]bool           // what a rule may read: declared attributes, declared key attributes, the type attribute
 	decl map[string]bool           // declared attributes: what a rule may write
+	// sparse holds the entity's index keys that an item may lack (see Entity.Sparse); names
+	// that are no such key are reported by checkSparse and left out.
+	sparse map[string]bool
 }
 
 // broken reports whether a template of the entity does not parse: its variables are then
@@ -65,7 +68,7 @@ func newValidator(f *File) *validator {
 			continue // reported by checkEntities; the first one counts
 		}
 		info := &entityInfo{e: e, tmpl: map[string]*keys.Template{}, bad: map[string]error{},
-			vars: map[string]bool{}, has: map[string]bool{}, decl: map[string]bool{}}
+			vars: map[string]bool{}, has: map[string]bool{}, decl: map[string]bool{}, sparse: map[string]bool{}}
 		for _, k := range keyOrder(e) {
 			if !f.Table.IsKeyAttribute(k) {
 				continue // reported by checkEntities; it is no key, so it recognises nothing
@@ -86,6 +89,11 @@ func newValidator(f *File) *validator {
 		}
 		if e.TypeAttribute != "" {
 			info.has[e.TypeAttribute] = true
+		}
+		for _, k := range e.Sparse {
+			if _, declared := e.Keys[k]; declared && canBeSparse(f.Table, k) {
+				info.sparse[k] = true
+			}
 		}
 		v.ents[e.Name] = info
 	}
@@ -210,6 +218,7 @@ func (v *validator) checkEntities() {
 		}
 		v.checkType(e, ctx)
 		v.checkAttributes(e, ctx)
+		v.checkSparse(e, ctx)
 	}
 }
 

@@ -207,8 +207,9 @@ func distinctTypes(a, b *Entity) bool {
 	return a.TypeAttribute != "" && a.TypeAttribute == b.TypeAttribute && a.TypeEquals != b.TypeEquals
 }
 
-// keysOverlap reports whether every key attribute both entities declare may hold one value
-// matching both templates. A template that does not parse leaves the pair unjudged.
+// keysOverlap reports whether some item may match both entities: every key attribute both
+// declare may hold one value matching both templates, or is sparse in both (an item
+// without it matches both). A template that does not parse leaves the pair unjudged.
 func keysOverlap(a, b *entityInfo) bool {
 	common := 0
 	for _, k := range keyOrder(a.e) {
@@ -222,7 +223,7 @@ func keysOverlap(a, b *entityInfo) bool {
 		if !okA || !okB {
 			continue // not declared by both, or no key attribute (reported on the entity)
 		}
-		if !keys.MayOverlap(ta, tb) {
+		if !keys.MayOverlap(ta, tb) && !(a.sparse[k] && b.sparse[k]) {
 			return false
 		}
 		common++
@@ -230,14 +231,26 @@ func keysOverlap(a, b *entityInfo) bool {
 	return common > 0
 }
 
+// overlapText says which keys let one item match both entities.
 func overlapText(a, b *entityInfo) string {
-	var parts []string
+	var parts, absent []string
 	for _, k := range keyOrder(a.e) {
 		ta, okA := a.tmpl[k]
 		tb, okB := b.tmpl[k]
-		if okA && okB {
+		switch {
+		case !okA || !okB:
+		case keys.MayOverlap(ta, tb):
 			parts = append(parts, fmt.Sprintf("%s %q and %q", k, ta.String(), tb.String()))
+		default: // sparse in both, see keysOverlap
+			absent = append(absent, k)
 		}
 	}
-	return "their " + strings.Join(parts, ", ") + " can match the same value"
+	var clauses []string
+	if len(parts) > 0 {
+		clauses = append(clauses, "their "+strings.Join(parts, ", ")+" can match the same value")
+	}
+	if len(absent) > 0 {
+		clauses = append(clauses, fmt.Sprintf("an item without %s (sparse in both) matches both", strings.Join(absent, ", ")))
+	}
+	return strings.Join(clauses, ", and ")
 }

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/denorm/denorm/internal/table"
 )
@@ -80,7 +81,14 @@ func (v *validator) checkTable() {
 		checkProj(path, g.Name, g.Projection, g.Include)
 	}
 	for _, a := range s.KeyAttributes() {
-		v.reserved(v.keyAttrPos(a), ctx, "key attribute", a)
+		if v.reserved(v.keyAttrPos(a), ctx, "key attribute", a) {
+			continue
+		}
+		if contains(entityFields, a) {
+			// In an entity, `sparse: ...` is the sparse list, not this key's template.
+			v.add(v.keyAttrPos(a), ctx, "key attribute %q has the name of an entity field (%s), so no entity could give it a template: rename it",
+				a, strings.Join(entityFields, ", "))
+		}
 	}
 	if s.TTLAttribute != "" {
 		p := pos("ttlAttribute")
