@@ -117,6 +117,8 @@ func (x *Executor) Apply(ctx context.Context, b *plan.Batch) Result {
 	if rec, err := r.marked(b.Marked); err != nil {
 		r.fail(rec, err)
 	}
+	// Folds run after the deltas: a park written by this batch is then moved too.
+	r.parallel(len(b.Folds), func(i int) (int, error) { return b.Folds[i].Rec, r.fold(b.Folds[i].Target) })
 	return Result{Failed: r.failed, Err: r.err, Stats: r.stats}
 }
 

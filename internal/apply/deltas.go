@@ -16,9 +16,9 @@ import (
 	"github.com/denorm/denorm/internal/rules"
 )
 
-// WatermarkAttr holds, on a counter target that shares its sources' partition, the
-// sequence number of the last record whose deltas it received.
-const WatermarkAttr = rules.ReservedPrefix + "_wm"
+// WatermarkAttr is rules.WatermarkAttr: on a counter target that shares its sources'
+// partition, the sequence number of the last record whose deltas it received.
+const WatermarkAttr = rules.WatermarkAttr
 
 // MarkerPrefix starts the partition key of idempotency markers.
 const MarkerPrefix = rules.ReservedPrefix + "#m#"
@@ -26,64 +26,36 @@ const MarkerPrefix = rules.ReservedPrefix + "#m#"
 // watermarked applies one target's deltas with one conditional UpdateItem: the deltas of
 // every record after the target's watermark, and the watermark advanced to the last of
 // them, even when they sum to zero. A replayed record is at or below the watermark and is
-// left out.
+// left out. A missing target gets its create-rule deltas (which create it, the rest with
+// them) or, when none would create it, has the deltas parked until it appears.
 func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
-	x := r.x
 	wm := ""
-	dropSkip := false
+	create := false // the target is missing and a delta creates it
 	for attempt := 0; attempt < 4; attempt++ {
 		attrs, minSeq, maxSeq, _ := t.Sum(wm)
-		if dropSkip {
-			attrs = createOnly(attrs)
-		}
 		rec := firstRec(t, wm)
-		zero := allZero(attrs)
-		if maxSeq == "" || len(attrs) == 0 || (dropSkip && zero) {
-			// Every record is at or below the watermark, or the target is missing and
-			// nothing would create it.
-			return -1, nil
+		if maxSeq == "" || len(attrs) == 0 {
+			return -1, nil // every record is at or below the watermark
 		}
-		// A zero net (an item counted in and out within the batch) still advances the
-		// watermark: if Lambda resumes the batch between the two records, the second
-		// must be a duplicate, not a delta of its own.
-		var ub expression.UpdateBuilder
-		needExists := zero // a zero net never creates the target
-		for _, a := range attrs {
-			if !zero {
-				ub = ub.Add(expression.Name(a.Attribute), num(a.Amount.String()))
-			}
-			needExists = needExists || !a.Create
-		}
-		ub = ub.Set(expression.Name(WatermarkAttr), num(record.NormSeq(maxSeq)))
-		cond := expression.AttributeNotExists(expression.Name(WatermarkAttr)).
-			Or(expression.Name(WatermarkAttr).LessThan(num(record.NormSeq(minSeq))))
-		if needExists {
-			cond = cond.And(exists(x.set.Table.PartitionKey))
-		}
-		e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
-		if err != nil {
-			return rec, fmt.Errorf("building counter update: %w", err)
-		}
-		err = r.do("updating counters on "+t.Target.PK+" "+t.Target.SK, func(ctx context.Context) error {
-			out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName: aws.String(x.table), Key: x.key(t.Target),
-				UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-				ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-				ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-			})
-			r.written(out, err)
-			return err
-		})
+		zero := allZero(mergeAttrs(attrs))
+		// Until it is found missing, the target must exist; a zero net never creates it.
+		err := r.updateCounters(r.x.key(t.Target), "updating counters on "+t.Target.PK+" "+t.Target.SK,
+			mergeAttrs(attrs), minSeq, maxSeq, !create || zero)
 		cf, ok := isCondFailed(err)
 		if !ok {
 			return rec, err
 		}
-		// The condition failed: the target is missing, or already has some of these records.
 		if len(cf.Item) == 0 {
-			dropSkip = true
+			// The target is missing: a zero net has nothing to keep.
 			r.count(func(s *Stats) { s.MissingTarget++ })
-			continue
+			if zero {
+				return -1, nil
+			}
+			if !create && anyCreate(attrs) {
+				create = true
+				continue
+			}
+			return rec, r.parkWatermarked(t, wm)
 		}
 		cur, _ := cf.Item[WatermarkAttr].(*types.AttributeValueMemberN)
 		if cur == nil {
@@ -95,6 +67,91 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 	return firstRec(t, wm), fmt.Errorf("counter update on %s %s: watermark kept moving", t.Target.PK, t.Target.SK)
 }
 
+// updateCounters ADDs attrs to the item at key and advances its watermark to maxSeq, on
+// condition that the watermark is below minSeq (and, with needExists, that the item exists).
+func (r *run) updateCounters(key map[string]types.AttributeValue, what string, attrs []plan.AttrAmount, minSeq, maxSeq string, needExists bool) error {
+	x := r.x
+	var ub expression.UpdateBuilder
+	for _, a := range attrs {
+		if !a.Amount.IsZero() {
+			ub = ub.Add(expression.Name(a.Attribute), num(a.Amount.String()))
+		}
+	}
+	ub = ub.Set(expression.Name(WatermarkAttr), num(record.NormSeq(maxSeq)))
+	cond := expression.AttributeNotExists(expression.Name(WatermarkAttr)).
+		Or(expression.Name(WatermarkAttr).LessThan(num(record.NormSeq(minSeq))))
+	if needExists {
+		cond = cond.And(exists(x.set.Table.PartitionKey))
+	}
+	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
+	if err != nil {
+		return fmt.Errorf("building counter update: %w", err)
+	}
+	return r.do(what, func(ctx context.Context) error {
+		out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(x.table), Key: key,
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+		})
+		r.written(out, err)
+		return err
+	})
+}
+
+// parkWatermarked adds a missing target's deltas to its park item, guarded by the park's
+// own watermark: every record for a watermarked target comes from the target's partition,
+// so the park's records arrive in order too. The target's INSERT (later on the same shard)
+// folds the park into it.
+func (r *run) parkWatermarked(t *plan.TargetDeltas, wm string) error {
+	key := r.x.key(parkKey(t.Target))
+	for attempt := 0; attempt < 4; attempt++ {
+		attrs, minSeq, maxSeq, _ := t.Sum(wm)
+		attrs = mergeAttrs(attrs)
+		if maxSeq == "" || allZero(attrs) {
+			return nil
+		}
+		err := r.updateCounters(key, "parking counters of "+t.Target.PK+" "+t.Target.SK, attrs, minSeq, maxSeq, false)
+		cf, ok := isCondFailed(err)
+		if !ok {
+			if err == nil {
+				r.count(func(s *Stats) { s.Parked++ })
+			}
+			return err
+		}
+		cur, _ := cf.Item[WatermarkAttr].(*types.AttributeValueMemberN)
+		if cur == nil {
+			return fmt.Errorf("parking counters of %s %s: condition failed without a watermark", t.Target.PK, t.Target.SK)
+		}
+		r.count(func(s *Stats) { s.Duplicates++ })
+		wm = cur.Value
+	}
+	return fmt.Errorf("parking counters of %s %s: watermark kept moving", t.Target.PK, t.Target.SK)
+}
+
+// parkKey is where a missing target's deltas wait for it.
+func parkKey(k plan.Key) plan.Key { return plan.Key{PK: rules.ParkPrefix + k.PK, SK: k.SK} }
+
+// mergeAttrs merges amounts to the same attribute (deltas that may create a target and
+// deltas that may not are kept apart until the target is found).
+func mergeAttrs(attrs []plan.AttrAmount) []plan.AttrAmount {
+	var out []plan.AttrAmount
+	for _, a := range attrs {
+		out = mergeAmount(out, a)
+	}
+	return out
+}
+
+func anyCreate(attrs []plan.AttrAmount) bool {
+	for _, a := range attrs {
+		if a.Create && !a.Amount.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
 func firstRec(t *plan.TargetDeltas, wm string) int {
 	for _, e := range t.Entries {
 		if wm == "" || record.CompareSeq(e.Seq, wm) > 0 {
@@ -102,16 +159,6 @@ func firstRec(t *plan.TargetDeltas, wm string) int {
 		}
 	}
 	return -1
-}
-
-func createOnly(attrs []plan.AttrAmount) []plan.AttrAmount {
-	var out []plan.AttrAmount
-	for _, a := range attrs {
-		if a.Create {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 func allZero(attrs []plan.AttrAmount) bool {
@@ -130,13 +177,22 @@ func allZero(attrs []plan.AttrAmount) bool {
 func (r *run) marked(events []plan.EventDeltas) (int, error) {
 	for len(events) > 0 {
 		n := packCount(events, maxTransactItems)
-		if err := r.transact(events[:n]); err != nil {
+		err := r.transact(events[:n])
+		for errors.Is(err, errTooManyItems) && n > 1 {
+			// Parking a missing target's deltas adds a check item: halve the group.
+			n /= 2
+			err = r.transact(events[:n])
+		}
+		if err != nil {
 			return events[0].Rec, err
 		}
 		events = events[n:]
 	}
 	return -1, nil
 }
+
+// errTooManyItems: a transaction would exceed DynamoDB's 100 items; nothing was written.
+var errTooManyItems = errors.New("more than 100 items in one transaction")
 
 const maxTransactItems = 100
 
@@ -162,22 +218,26 @@ func packCount(events []plan.EventDeltas, max int) int {
 	return len(events)
 }
 
-// transact applies events in one TransactWriteItems, dropping duplicates and missing
-// skip-targets as the cancellation reasons reveal them.
+// transact applies events in one TransactWriteItems, dropping duplicates and parking the
+// deltas of missing targets as the cancellation reasons reveal them.
 func (r *run) transact(events []plan.EventDeltas) error {
 	x := r.x
 	events = append([]plan.EventDeltas(nil), events...)
-	dropped := map[plan.Key]bool{} // targets found missing: their skip-deltas are dropped
+	missing := map[plan.Key]bool{} // targets found missing: their deltas are parked
 	ttl := strconv.FormatInt(x.opt.Now().Add(x.opt.MarkerTTL).Unix(), 10)
-	// Each failed attempt removes at least one event or target, so this bounds the loop.
-	maxAttempts := 2*len(events) + 4
+	// Each failed attempt removes an event or flips a target between present and missing;
+	// a target created and deleted again meanwhile can flip it back, which this bounds.
+	maxAttempts := 2*len(events) + 8
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		items, owners, err := r.buildTransaction(events, dropped, ttl)
+		items, owners, err := r.buildTransaction(events, missing, ttl)
 		if err != nil {
 			return err
 		}
 		if len(items) == 0 {
 			return nil
+		}
+		if len(items) > maxTransactItems {
+			return errTooManyItems
 		}
 		var cancel *types.TransactionCanceledException
 		err = r.do("applying counter transaction", func(ctx context.Context) error {
@@ -193,6 +253,13 @@ func (r *run) transact(events []plan.EventDeltas) error {
 		})
 		r.count(func(s *Stats) { s.Transactions++ })
 		if err == nil {
+			parked := 0
+			for _, o := range owners {
+				if o.park {
+					parked++
+				}
+			}
+			r.count(func(s *Stats) { s.Parked += parked })
 			return nil
 		}
 		if !errors.As(err, &cancel) || retryable(err) {
@@ -205,12 +272,14 @@ func (r *run) transact(events []plan.EventDeltas) error {
 				continue
 			}
 			o := owners[i]
-			if o.marker >= 0 {
+			switch {
+			case o.marker >= 0:
 				dup[o.marker] = true // this event was applied before
-				continue
-			}
-			if !dropped[o.target] {
-				dropped[o.target] = true
+			case o.check:
+				missing[o.target] = false // the target appeared meanwhile
+				progressed = true
+			case !missing[o.target]:
+				missing[o.target] = true
 				r.count(func(s *Stats) { s.MissingTarget++ })
 				progressed = true
 			}
@@ -233,21 +302,21 @@ func (r *run) transact(events []plan.EventDeltas) error {
 	return fmt.Errorf("counter transaction: too many attempts")
 }
 
-// owner tells what a transaction item is: an event's marker, or a target.
+// owner tells what a transaction item is: an event's marker, a target's update, a park of
+// a missing target's deltas, or the check that the target is still missing.
 type owner struct {
 	marker int // index into events, or -1
 	target plan.Key
+	park   bool
+	check  bool
 }
 
-func (r *run) buildTransaction(events []plan.EventDeltas, dropped map[plan.Key]bool, ttl string) ([]types.TransactWriteItem, []owner, error) {
+func (r *run) buildTransaction(events []plan.EventDeltas, missing map[plan.Key]bool, ttl string) ([]types.TransactWriteItem, []owner, error) {
 	x := r.x
 	spec := x.set.Table
 	var items []types.TransactWriteItem
 	var owners []owner
-	type acc struct {
-		attrs []plan.AttrAmount
-	}
-	merged := map[plan.Key]*acc{}
+	merged := map[plan.Key][]plan.AttrAmount{}
 	var order []plan.Key
 	for i, ev := range events {
 		marker := x.key(plan.Key{PK: MarkerPrefix + ev.EventID, SK: MarkerPrefix})
@@ -265,45 +334,60 @@ func (r *run) buildTransaction(events []plan.EventDeltas, dropped map[plan.Key]b
 		}})
 		owners = append(owners, owner{marker: i})
 		for _, t := range ev.Targets {
-			a := merged[t.Target]
-			if a == nil {
-				a = &acc{}
-				merged[t.Target] = a
+			if _, ok := merged[t.Target]; !ok {
 				order = append(order, t.Target)
 			}
 			for _, at := range t.Attrs {
-				if dropped[t.Target] && !at.Create {
-					continue
-				}
-				a.attrs = mergeAmount(a.attrs, at)
+				merged[t.Target] = mergeAmount(merged[t.Target], at)
 			}
 		}
 	}
 	for _, k := range order {
-		attrs := merged[k].attrs
-		if len(attrs) == 0 || allZero(attrs) {
+		attrs := merged[k]
+		if allZero(attrs) {
 			continue
 		}
+		// A missing target is created by a create rule's delta, the others' with it;
+		// without one, the deltas wait in the park item, on condition that the target is
+		// still missing (it may appear on another shard at any time).
+		park := missing[k] && !anyCreate(attrs)
 		var ub expression.UpdateBuilder
-		needExists := false
 		for _, a := range attrs {
-			ub = ub.Add(expression.Name(a.Attribute), num(a.Amount.String()))
-			needExists = needExists || !a.Create
+			if !a.Amount.IsZero() {
+				ub = ub.Add(expression.Name(a.Attribute), num(a.Amount.String()))
+			}
 		}
+		// The write count tells Denorm's writes from the application's in the stream.
+		ub = ub.Add(expression.Name(rules.WritesAttr), num("1"))
 		b := expression.NewBuilder().WithUpdate(ub)
-		if needExists {
+		if !missing[k] {
 			b = b.WithCondition(exists(spec.PartitionKey))
 		}
 		e, err := b.Build()
 		if err != nil {
 			return nil, nil, err
 		}
+		key := k
+		if park {
+			key = parkKey(k)
+		}
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
-			TableName: aws.String(x.table), Key: x.key(k),
+			TableName: aws.String(x.table), Key: x.key(key),
 			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
 			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		}})
-		owners = append(owners, owner{marker: -1, target: k})
+		owners = append(owners, owner{marker: -1, target: k, park: park})
+		if park {
+			c, err := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(spec.PartitionKey))).Build()
+			if err != nil {
+				return nil, nil, err
+			}
+			items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+				TableName: aws.String(x.table), Key: x.key(k),
+				ConditionExpression: c.Condition(), ExpressionAttributeNames: c.Names(),
+			}})
+			owners = append(owners, owner{marker: -1, target: k, check: true})
+		}
 	}
 	return items, owners, nil
 }

@@ -20,6 +20,8 @@ type Stats struct {
 	JobsStarted   int     // fan-outs handed to a job item
 	JobsDone      int     // job items finished
 	Pulls         int     // targets filled from their source
+	Parked        int     // delta groups parked for a missing target (it gets them when it appears)
+	Folded        int     // parks moved into a target that appeared
 }
 
 // Add adds o to s.
@@ -40,6 +42,8 @@ func (s *Stats) Add(o Stats) {
 	s.JobsStarted += o.JobsStarted
 	s.JobsDone += o.JobsDone
 	s.Pulls += o.Pulls
+	s.Parked += o.Parked
+	s.Folded += o.Folded
 }
 
 func (r *run) consumed(write bool, ccs ...*types.ConsumedCapacity) {

@@ -93,7 +93,9 @@ func (w *Worker) Observe(item record.Item, which []int, exp *Expected) []Problem
 			}
 		default:
 			for _, d := range rp.Deltas {
-				addTotal(exp.Totals[i], d.Target, d.Amount)
+				if !d.Restore { // what the item holds as a target is not what it adds as a source
+					addTotal(exp.Totals[i], d.Target, d.Amount)
+				}
 			}
 		}
 	}

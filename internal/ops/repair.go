@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/denorm/denorm/internal/apply"
+	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
 )
@@ -196,7 +197,10 @@ func (rp *repairer) counter(ctx context.Context, d *Drift) (Outcome, error) {
 	spec := rp.db.spec
 	attr := r.Agg.Attribute
 	target := d.Got
-	ub := expression.Set(expression.Name(attr), val(numberAV(d.Total)))
+	// The write count rises so the processor takes the repair for Denorm's own write, not an
+	// application's to undo.
+	ub := expression.Set(expression.Name(attr), val(numberAV(d.Total))).
+		Add(expression.Name(rules.WritesAttr), expression.Value(numberAV(plan.Int(1))))
 	var cond expression.ConditionBuilder
 	if target == nil {
 		cond = expression.AttributeNotExists(expression.Name(spec.PartitionKey))

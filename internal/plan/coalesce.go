@@ -23,6 +23,15 @@ type Batch struct {
 	Watermarked []TargetDeltas
 	// Marked: deltas applied with a per-event idempotency marker, one group per event.
 	Marked []EventDeltas
+	// Folds: targets that appeared, to receive what was parked while they were missing;
+	// one per target, run after the deltas.
+	Folds []FoldGroup
+}
+
+// FoldGroup is a target that appeared in record Rec.
+type FoldGroup struct {
+	Target Key
+	Rec    int
 }
 
 // WriteGroup is the newest Write for one (rule, target).
@@ -51,10 +60,11 @@ type JobGroup struct {
 
 // Entry is one record's delta to one attribute of a watermarked target.
 type Entry struct {
-	Rec    int
-	Seq    string
-	Rule   *rules.CompiledRule
-	Amount Number
+	Rec     int
+	Seq     string
+	Rule    *rules.CompiledRule
+	Amount  Number
+	Restore bool // never creates the target
 }
 
 // TargetDeltas are the watermark-guarded deltas of one target, in record order.
@@ -76,30 +86,32 @@ func (t *TargetDeltas) Sum(wm string) (attrs []AttrAmount, minSeq, maxSeq string
 			minSeq = e.Seq
 		}
 		maxSeq = e.Seq
-		if e.Rule.Agg.MissingTarget != rules.MissingCreate {
+		if e.Rule.Agg.MissingTarget != rules.MissingCreate || e.Restore {
 			create = false
 		}
-		attrs = addAmount(attrs, e.Rule, e.Amount)
+		attrs = addAmount(attrs, e.Rule, e.Amount, e.Restore)
 	}
 	return attrs, minSeq, maxSeq, create
 }
 
-// AttrAmount is a coalesced delta to one attribute.
+// AttrAmount is a coalesced delta to one attribute. Deltas that may create a missing
+// target and deltas that may not are kept apart: a missing target parks the second kind.
 type AttrAmount struct {
 	Attribute string
 	Rule      *rules.CompiledRule // the first rule writing the attribute
 	Amount    Number
-	Create    bool // the rule creates a missing target
+	Create    bool // the deltas create a missing target
 }
 
-func addAmount(list []AttrAmount, r *rules.CompiledRule, n Number) []AttrAmount {
+func addAmount(list []AttrAmount, r *rules.CompiledRule, n Number, restore bool) []AttrAmount {
+	create := r.Agg.MissingTarget == rules.MissingCreate && !restore
 	for i := range list {
-		if list[i].Attribute == r.Agg.Attribute {
+		if list[i].Attribute == r.Agg.Attribute && list[i].Create == create {
 			list[i].Amount = list[i].Amount.Add(n)
 			return list
 		}
 	}
-	return append(list, AttrAmount{Attribute: r.Agg.Attribute, Rule: r, Amount: n, Create: r.Agg.MissingTarget == rules.MissingCreate})
+	return append(list, AttrAmount{Attribute: r.Agg.Attribute, Rule: r, Amount: n, Create: create})
 }
 
 // EventDeltas are one event's marker-guarded deltas, coalesced per target.
@@ -123,6 +135,7 @@ func Coalesce(recs []RecordPlan) *Batch {
 	fans := map[ruleKey]int{}
 	pulls := map[ruleKey]int{}
 	jobs := map[Key]int{}
+	folds := map[Key]int{}
 	wm := map[Key]int{}
 	for i := range recs {
 		rp := &recs[i]
@@ -138,6 +151,12 @@ func Coalesce(recs []RecordPlan) *Batch {
 		if rp.Job != nil {
 			upsert(jobs, &b.Jobs, rp.JobKey, JobGroup{Item: rp.Job, Rec: i})
 		}
+		for _, k := range rp.Folds {
+			if _, ok := folds[k]; !ok {
+				folds[k] = len(b.Folds)
+				b.Folds = append(b.Folds, FoldGroup{Target: k, Rec: i})
+			}
+		}
 		var ev *EventDeltas
 		for _, d := range rp.Deltas {
 			// Watermarks hold only where the target shares the record's partition.
@@ -148,7 +167,7 @@ func Coalesce(recs []RecordPlan) *Batch {
 					wm[d.Target] = j
 					b.Watermarked = append(b.Watermarked, TargetDeltas{Target: d.Target})
 				}
-				b.Watermarked[j].Entries = append(b.Watermarked[j].Entries, Entry{Rec: i, Seq: rp.Seq, Rule: d.Rule, Amount: d.Amount})
+				b.Watermarked[j].Entries = append(b.Watermarked[j].Entries, Entry{Rec: i, Seq: rp.Seq, Rule: d.Rule, Amount: d.Amount, Restore: d.Restore})
 				continue
 			}
 			if ev == nil {
@@ -164,11 +183,11 @@ func Coalesce(recs []RecordPlan) *Batch {
 func (ev *EventDeltas) add(d Delta) {
 	for i := range ev.Targets {
 		if ev.Targets[i].Target == d.Target {
-			ev.Targets[i].Attrs = addAmount(ev.Targets[i].Attrs, d.Rule, d.Amount)
+			ev.Targets[i].Attrs = addAmount(ev.Targets[i].Attrs, d.Rule, d.Amount, d.Restore)
 			return
 		}
 	}
-	ev.Targets = append(ev.Targets, TargetAmounts{Target: d.Target, Attrs: addAmount(nil, d.Rule, d.Amount)})
+	ev.Targets = append(ev.Targets, TargetAmounts{Target: d.Target, Attrs: addAmount(nil, d.Rule, d.Amount, d.Restore)})
 }
 
 // upsert replaces the group at key k (a later record supersedes an earlier one, keeping

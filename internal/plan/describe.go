@@ -16,21 +16,43 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		fmt.Fprintf(w, "  continue fan-out job %s\n", p.JobKey)
 		return
 	}
+	if p.NoImage {
+		fmt.Fprintln(w, "  no image (a REMOVE without OldImage: the item was already gone): nothing to apply, counted as RecordsWithoutImage")
+		return
+	}
 	if p.Entity == "" {
 		fmt.Fprintln(w, "  matches no entity: no rule fires")
 		return
+	}
+	if p.Unlinked > 0 {
+		fmt.Fprintf(w, "  %d rule effect(s) left out: the item lacks a variable of the target's key, so it links to no target (counted as UnlinkedEffects)\n", p.Unlinked)
 	}
 	if p.Empty() {
 		fmt.Fprintf(w, "  entity %s: no watched attribute changed, no rule fires\n", p.Entity)
 		return
 	}
-	fmt.Fprintf(w, "  entity %s, rules fired: %s\n", p.Entity, strings.Join(p.Rules(), ", "))
+	if names := p.Rules(); len(names) > 0 {
+		fmt.Fprintf(w, "  entity %s, rules fired: %s\n", p.Entity, strings.Join(names, ", "))
+	} else {
+		fmt.Fprintf(w, "  entity %s, a count or sum target:\n", p.Entity)
+	}
 	for _, d := range p.Deltas {
 		mode := "exactly once by event marker, in a transaction"
 		if d.Rule.Watermark && d.Target.PK == p.PK {
 			mode = "exactly once by the target's sequence watermark, one conditional UpdateItem"
 		}
+		if d.Restore && d.Amount.IsZero() {
+			fmt.Fprintf(w, "  %s: restore %s on %s (%s): the application's write dropped or lowered it; the counters were right\n", d.Rule.Name, "the watermark", d.Target, mode)
+			continue
+		}
+		if d.Restore {
+			fmt.Fprintf(w, "  %s: restore %s: ADD %s on %s (%s); %s\n", d.Rule.Name, d.Rule.Agg.Attribute, signed(d.Amount), d.Target, mode, restoreWhy(p.Op))
+			continue
+		}
 		fmt.Fprintf(w, "  %s: ADD %s %s on %s (%s)\n", d.Rule.Name, d.Rule.Agg.Attribute, signed(d.Amount), d.Target, mode)
+	}
+	for _, k := range p.Folds {
+		fmt.Fprintf(w, "  fold into %s the deltas parked while it was missing, if any (one consistent read; a transaction moves them)\n", k)
 	}
 	for _, wr := range p.Writes {
 		switch {
@@ -117,4 +139,15 @@ func show(v types.AttributeValue) string {
 		return "null"
 	}
 	return "<" + typeName(v) + ">"
+}
+
+// restoreWhy says why a restore delta is planned, by the target record's operation.
+func restoreWhy(op string) string {
+	switch op {
+	case "INSERT":
+		return "the application created the target with its own value; Denorm keeps the aggregate of the sources"
+	case "REMOVE":
+		return "the target was deleted: its aggregate is parked for the target's re-creation, the sources still exist"
+	}
+	return "the application's write changed an attribute Denorm owns (the watermark and write count did not rise): old - new undoes it and keeps every delta around it"
 }

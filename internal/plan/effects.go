@@ -24,6 +24,10 @@ type Delta struct {
 	Rule   *rules.CompiledRule
 	Target Key
 	Amount Number
+	// Restore marks a delta that undoes an application's write to the target's own
+	// aggregate attribute (a PutItem that dropped a counter, a delete of the target): it
+	// never creates the target; a missing target parks it until the target appears.
+	Restore bool
 }
 
 // Write is a version-guarded write of one target found by key: a copy (Set/Remove), a
@@ -70,15 +74,27 @@ type Pull struct {
 type RecordPlan struct {
 	Seq     string
 	EventID string
+	Op      string // INSERT, MODIFY or REMOVE
 	PK      string // the record's partition key value
 	Entity  string // the matched entity ("" for none)
 	Deltas  []Delta
 	Writes  []Write
 	FanOuts []FanOut
 	Pulls   []Pull
+	// Folds are targets that just appeared (their INSERT): the deltas parked while they
+	// were missing are moved into them.
+	Folds []Key
 	// Job is set for a fan-out job item's record: the executor continues that job.
 	Job    record.Item
 	JobKey Key
+	// Unlinked counts the rule effects left out because the item does not carry a variable
+	// of the target's key (a parent attribute removed or never set, a sparse index key
+	// absent): the item is linked to no target of that rule, which is correct, not a failure.
+	Unlinked int
+	// NoImage is set for a record that carries neither image (a REMOVE without OldImage,
+	// which DynamoDB Local emits when several clients delete one item at once): nothing to
+	// apply.
+	NoImage bool
 }
 
 // Rules returns the names of the rules with an effect, in the order of the effects.
@@ -109,5 +125,5 @@ func (p *RecordPlan) Rules() []string {
 
 // Empty reports whether the record asks for nothing.
 func (p *RecordPlan) Empty() bool {
-	return len(p.Deltas) == 0 && len(p.Writes) == 0 && len(p.FanOuts) == 0 && len(p.Pulls) == 0 && p.Job == nil
+	return len(p.Deltas) == 0 && len(p.Writes) == 0 && len(p.FanOuts) == 0 && len(p.Pulls) == 0 && len(p.Folds) == 0 && p.Job == nil
 }

@@ -1,11 +1,13 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/denorm/denorm/internal/keys"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
 )
@@ -28,7 +30,7 @@ func New(set *rules.Set) *Planner {
 // number): the caller fails the record with that reason.
 func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 	s := p.set
-	rp := RecordPlan{Seq: c.Seq, EventID: c.EventID}
+	rp := RecordPlan{Seq: c.Seq, EventID: c.EventID, Op: c.Op.String()}
 	pk, _ := c.Keys[s.Table.PartitionKey].(*types.AttributeValueMemberS)
 	if pk == nil {
 		return rp, fmt.Errorf("record %s: key attribute %s missing or not a string", c.EventID, s.Table.PartitionKey)
@@ -56,6 +58,10 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 		rp.Entity = newE.Name
 	} else if oldE != nil {
 		rp.Entity = oldE.Name
+	}
+	if c.Old == nil && c.New == nil {
+		rp.NoImage = true
+		return rp, nil
 	}
 	if oldE == nil && newE == nil {
 		return rp, nil
@@ -85,7 +91,21 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 			}
 		}
 	}
+	// Count and sum rules this item is the target of: undo what the application wrote
+	// into Denorm's attributes, fold in what was parked while it was missing.
+	ev.target()
 	return ev.rp, nil
+}
+
+// unlinked reports whether err says the item lacks a variable of a key it links through
+// (a parent attribute removed or never set, a sparse index key absent): the item then has
+// no target under that rule, which is correct, and the effect is counted, not failed.
+func (e *eval) unlinked(err error) bool {
+	if errors.Is(err, keys.ErrNoValue) {
+		e.rp.Unlinked++
+		return true
+	}
+	return false
 }
 
 type eval struct {
@@ -165,6 +185,9 @@ func (e *eval) copyPush(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	if r.Via == "key" {
 		t, err := e.render(old, r.Target)
 		if err != nil {
+			if e.unlinked(err) {
+				return nil
+			}
 			return err
 		}
 		e.rp.Writes = append(e.rp.Writes, Write{Rule: r, Target: t, Version: e.version, Set: set, Remove: remove, Delete: del})
@@ -172,6 +195,9 @@ func (e *eval) copyPush(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	}
 	pkv, err := b.Render(r.QueryPK)
 	if err != nil {
+		if e.unlinked(err) {
+			return nil
+		}
 		return err
 	}
 	e.rp.FanOuts = append(e.rp.FanOuts, FanOut{Rule: r, Source: src, PKValue: pkv, Version: e.version, Set: set, Remove: remove, Delete: del})
@@ -183,12 +209,18 @@ func (e *eval) mirror(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	var err error
 	if wasSrc {
 		if oldT, err = e.render(true, r.Target); err != nil {
-			return err
+			if !e.unlinked(err) {
+				return err
+			}
+			wasSrc = false // it had no mirror
 		}
 	}
 	if isSrc {
 		if newT, err = e.render(false, r.Target); err != nil {
-			return err
+			if !e.unlinked(err) {
+				return err
+			}
+			isSrc = false // it has none now: the old one goes
 		}
 	}
 	if wasSrc && isSrc && oldT == newT && !e.changed(r.Watched) {
@@ -202,6 +234,9 @@ func (e *eval) mirror(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 		for _, k := range r.Target.Keys {
 			v, err := e.newB.Render(k.T)
 			if err != nil {
+				if k.Sparse && errors.Is(err, keys.ErrNoValue) {
+					continue // the mirror is simply not in that sparse index
+				}
 				return err
 			}
 			item[k.Attr] = &types.AttributeValueMemberS{Value: v}
@@ -232,17 +267,21 @@ func (e *eval) aggregate(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	var err error
 	if inOld {
 		if oldT, err = e.render(true, r.Target); err != nil {
-			return err
-		}
-		if oldV, err = value(r, e.c.Old); err != nil {
+			if !e.unlinked(err) {
+				return err
+			}
+			inOld = false // it was counted nowhere
+		} else if oldV, err = value(r, e.c.Old); err != nil {
 			return err
 		}
 	}
 	if inNew {
 		if newT, err = e.render(false, r.Target); err != nil {
-			return err
-		}
-		if newV, err = value(r, e.c.New); err != nil {
+			if !e.unlinked(err) {
+				return err
+			}
+			inNew = false // it counts nowhere now
+		} else if newV, err = value(r, e.c.New); err != nil {
 			return err
 		}
 	}
@@ -315,6 +354,9 @@ func (e *eval) pull(r *rules.CompiledRule) error {
 	t := e.key(e.newB, r.Target)
 	src, err := e.render(false, r.Source)
 	if err != nil {
+		if e.unlinked(err) {
+			return nil
+		}
 		return err
 	}
 	seen := ""

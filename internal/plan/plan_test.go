@@ -50,8 +50,8 @@ func describe(t testing.TB, set *rules.Set, event []byte) string {
 		plans = append(plans, rp)
 	}
 	b := plan.Coalesce(plans)
-	fmt.Fprintf(&buf, "coalesced: writes=%d fanouts=%d pulls=%d watermarked=%d marked=%d jobs=%d\n",
-		len(b.Writes), len(b.FanOuts), len(b.Pulls), len(b.Watermarked), len(b.Marked), len(b.Jobs))
+	fmt.Fprintf(&buf, "coalesced: writes=%d fanouts=%d pulls=%d watermarked=%d marked=%d jobs=%d folds=%d\n",
+		len(b.Writes), len(b.FanOuts), len(b.Pulls), len(b.Watermarked), len(b.Marked), len(b.Jobs), len(b.Folds))
 	for _, w := range b.Watermarked {
 		attrs, lo, hi, _ := w.Sum("")
 		for _, a := range attrs {

@@ -1,0 +1,122 @@
+package handler_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/apply"
+)
+
+// What applications do to counter targets, each in the batch that restores it, which then
+// crashes after every k of its writes in turn and is redelivered whole each time:
+//
+//   - a profile editor PutItems the whole item, dropping the counters and Denorm's own
+//     attributes (posts: watermark mode; users: marker mode);
+//   - an UpdateItem SETs a counter to 0 or REMOVEs it;
+//   - a delete of the target followed at once by its re-Put;
+//   - children written before their parent (a post whose user does not exist yet, comments
+//     of a post written a moment later);
+//   - a post's userId REMOVEd (it counts into no user).
+//
+// Once the stream drains every counter and sum equals the truth computed from a scan.
+func TestTargetsReplacedCrashAtEveryWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		batch int
+	}{{"one batch", 1000}, {"batches of 7", 7}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, apply.Options{})
+			e.api.failAfter = -1
+			e.workload(11, 4, 5, 200)
+			e.drain(50, e.lambdaLike)
+			e.check()
+
+			e.applicationRound(rand.New(rand.NewPCG(5, 5)), 4, 5)
+			e.drain(tc.batch, e.crashAtEveryWrite)
+			e.check()
+
+			// And again, on targets that were restored once already.
+			e.applicationRound(rand.New(rand.NewPCG(6, 6)), 4, 5)
+			e.drain(tc.batch, e.crashAtEveryWrite)
+			e.check()
+		})
+	}
+}
+
+// crashAtEveryWrite delivers batch with a crash after k writes for k = 0, 1, ... until a
+// delivery completes, each delivery a redelivery of the whole batch, then finishes it as
+// Lambda does.
+func (e *env) crashAtEveryWrite(batch []json.RawMessage) {
+	e.t.Helper()
+	for k := 0; k < 400; k++ {
+		e.api.failAfter, e.api.writes = k, 0
+		i := e.invoke(batch)
+		if i == len(batch) {
+			break
+		}
+	}
+	e.api.failAfter = -1
+	e.lambdaLike(batch)
+}
+
+// applicationRound writes what applications write to counter targets, interleaved with
+// ordinary child writes.
+func (e *env) applicationRound(rng *rand.Rand, users, posts int) {
+	e.t.Helper()
+	post := func(p int) string { return fmt.Sprintf("POST#p%d", p) }
+	user := func(u int) string { return fmt.Sprintf("USER#u%d", u) }
+	comment := func(p, c int) {
+		e.put(map[string]string{"pk": post(p), "sk": fmt.Sprintf("COMMENT#r%d", c), "gsi1pk": user(rng.IntN(users)),
+			"gsi1sk": fmt.Sprintf("COMMENT#r%d", c), "likes": fmt.Sprint(1 + rng.IntN(4)), "status": "visible"})
+	}
+	for i := 0; i < 60; i++ {
+		p, u := rng.IntN(posts), rng.IntN(users)
+		switch k := i % 10; k {
+		case 0: // the profile editor saves every field it knows
+			e.put(map[string]string{"pk": post(p), "sk": "METADATA", "userId": fmt.Sprintf("u%d", u)})
+		case 1:
+			e.put(map[string]string{"pk": user(u), "sk": "PROFILE", "name": fmt.Sprintf("edited %d", i)})
+		case 2:
+			e.update(post(p), "METADATA", "SET commentCount = :z, likeTotal = :z", map[string]types.AttributeValue{":z": &types.AttributeValueMemberN{Value: "0"}})
+		case 3:
+			e.update(user(u), "PROFILE", "REMOVE postCount", nil)
+		case 4: // delete and re-create at once
+			e.del(post(p), "METADATA")
+			e.put(map[string]string{"pk": post(p), "sk": "METADATA", "userId": fmt.Sprintf("u%d", u), "commentCount": "0"})
+		case 5:
+			e.del(user(u), "PROFILE")
+			e.put(map[string]string{"pk": user(u), "sk": "PROFILE", "name": fmt.Sprintf("back %d", i), "postCount": "7"})
+		case 6: // children first: a post of a user who does not exist yet, comments of a new post
+			nu, np := users+i, posts+i
+			comment(np, i)
+			comment(np, i+1000)
+			e.put(map[string]string{"pk": post(np), "sk": "METADATA", "userId": fmt.Sprintf("u%d", nu)})
+			e.put(map[string]string{"pk": user(nu), "sk": "PROFILE", "name": "late"})
+		case 7: // the parent removed, then set again
+			e.update(post(p), "METADATA", "REMOVE userId", nil)
+			if rng.IntN(2) == 0 {
+				e.update(post(p), "METADATA", "SET userId = :u", map[string]types.AttributeValue{":u": &types.AttributeValueMemberS{Value: fmt.Sprintf("u%d", u)}})
+			}
+		default:
+			comment(p, i)
+		}
+	}
+}
+
+func (e *env) update(pk, sk, expr string, values map[string]types.AttributeValue) {
+	e.t.Helper()
+	_, err := e.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.table), UpdateExpression: aws.String(expr), ExpressionAttributeValues: values,
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk}},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}

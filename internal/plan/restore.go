@@ -1,0 +1,149 @@
+package plan
+
+import (
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// target plans what a record of a count or sum target asks for, on top of its rules as a
+// source. Denorm owns the aggregate attributes of a target, whatever the application writes:
+//
+//   - a MODIFY by the application (a PutItem of the whole item, an UpdateItem that SETs or
+//     REMOVEs a counter) is undone from the OldImage: each aggregate attribute gets
+//     old - new added, exactly once like any delta, so deltas applied before or after it
+//     still count. A watermark the write dropped or lowered is set again.
+//   - a REMOVE parks the item's aggregates: a target re-created later gets the aggregate of
+//     the sources that exist.
+//   - an INSERT folds in what was parked while the target was missing, and undoes counter
+//     values the application wrote into the new item.
+//
+// Denorm's own writes are told apart by the attributes they raise: the watermark, or the
+// write count of marker-mode writes.
+func (e *eval) target() {
+	c := e.c
+	switch {
+	case c.Op == record.Insert && e.newE != nil:
+		aggs := aggregatesInto(e.spec, e.newE)
+		if len(aggs) == 0 {
+			return
+		}
+		self := e.key(e.newB, nil)
+		e.rp.Folds = append(e.rp.Folds, self)
+		if denormCreated(e.spec, e.newE, aggs, c.New) {
+			return
+		}
+		for _, r := range aggs {
+			if n := numberOf(c.New[r.Agg.Attribute]); !n.IsZero() {
+				e.addDelta(Delta{Rule: r, Target: self, Amount: n.Neg(), Restore: true})
+			}
+		}
+	case c.Op == record.Remove && e.oldE != nil:
+		aggs := aggregatesInto(e.spec, e.oldE)
+		self := e.key(e.oldB, nil)
+		for _, r := range aggs {
+			if o := numberOf(c.Old[r.Agg.Attribute]); !o.IsZero() {
+				e.addDelta(Delta{Rule: r, Target: self, Amount: o, Restore: true})
+			}
+		}
+	case c.Op == record.Modify && e.oldE != nil && e.oldE == e.newE:
+		aggs := aggregatesInto(e.spec, e.newE)
+		if len(aggs) == 0 || ownWrite(c.Old, c.New) {
+			return
+		}
+		self := e.key(e.newB, nil)
+		restored := false
+		for _, r := range aggs {
+			a := r.Agg.Attribute
+			if d := numberOf(c.Old[a]).Sub(numberOf(c.New[a])); !d.IsZero() {
+				e.addDelta(Delta{Rule: r, Target: self, Amount: d, Restore: true})
+				restored = true
+			}
+		}
+		if restored || seqBelow(c.New[rules.WatermarkAttr], c.Old[rules.WatermarkAttr]) <= 0 {
+			return
+		}
+		// The counters are right but the watermark was dropped or lowered: set it again
+		// (a zero delta advances it), so a redelivered record cannot count twice.
+		for _, r := range aggs {
+			if r.Watermark {
+				e.addDelta(Delta{Rule: r, Target: self, Amount: Int(0), Restore: true})
+				return
+			}
+		}
+	}
+}
+
+// aggregatesInto returns the count and sum rules whose target is ent.
+func aggregatesInto(s *rules.Set, ent *rules.EntityType) []*rules.CompiledRule {
+	var out []*rules.CompiledRule
+	for _, r := range s.RulesInto(ent) {
+		if r.Agg != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ownWrite reports whether a MODIFY of a target is Denorm's: its watermark or its write
+// count rose. The application cannot raise them: it writes back values it read earlier, or
+// none.
+func ownWrite(old, new record.Item) bool {
+	return seqBelow(old[rules.WatermarkAttr], new[rules.WatermarkAttr]) > 0 ||
+		seqBelow(old[rules.WritesAttr], new[rules.WritesAttr]) > 0
+}
+
+// seqBelow compares two optional non-negative integer attributes (sequence numbers, write
+// counts): +1 when b is present and greater than a (absent counts as below everything).
+func seqBelow(a, b types.AttributeValue) int {
+	bn, ok := b.(*types.AttributeValueMemberN)
+	if !ok {
+		return -1
+	}
+	an, ok := a.(*types.AttributeValueMemberN)
+	if !ok {
+		return 1
+	}
+	return record.CompareSeq(bn.Value, an.Value)
+}
+
+// denormCreated reports whether an inserted target is one Denorm created (missingTarget:
+// create): it holds only keys, aggregate attributes and Denorm's own attributes.
+func denormCreated(s *rules.Set, ent *rules.EntityType, aggs []*rules.CompiledRule, item record.Item) bool {
+	if _, ok := item[rules.WatermarkAttr]; !ok {
+		if _, ok := item[rules.WritesAttr]; !ok {
+			return false
+		}
+	}
+next:
+	for name := range item {
+		if strings.HasPrefix(name, rules.ReservedPrefix) || name == s.Table.PartitionKey || name == s.Table.SortKey {
+			continue
+		}
+		for _, k := range ent.Keys {
+			if k.Attr == name {
+				continue next
+			}
+		}
+		for _, r := range aggs {
+			if r.Agg.Attribute == name {
+				continue next
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// numberOf is an aggregate attribute's value: 0 when absent or not a number.
+func numberOf(v types.AttributeValue) Number {
+	if n, ok := v.(*types.AttributeValueMemberN); ok {
+		if x, err := ParseNumber(n.Value); err == nil {
+			return x
+		}
+	}
+	return Int(0)
+}
