@@ -15,7 +15,8 @@ import (
 )
 
 // fakeStream is an in-memory DynamoDB stream for what DynamoDB Local cannot be made to do
-// on demand: shard splits, expired iterators, old records. Everything else is tested
+// on demand: shard splits, expired iterators, old records, trimmed records, and the race in
+// which DynamoDB Local refuses a new shard's first iterator. Everything else is tested
 // against DynamoDB Local.
 type fakeStream struct {
 	mu     sync.Mutex
@@ -26,18 +27,26 @@ type fakeStream struct {
 	// expired iterator, or with the ValidationException DynamoDB Local gives for a bad one.
 	expire, invalid map[string]int
 	calls           map[string]int
+	// refused counts the TrimmedDataAccessExceptions GetRecords returned per shard.
+	refused map[string]int
 }
 
 type fakeShard struct {
 	id, parent string
 	closed     bool
 	records    []types.Record
+	// horizon is the index of the oldest record left: records before it were trimmed.
+	horizon int
+	// gap: the shard's first record carries a later sequence number than the shard's start,
+	// as in DynamoDB Local when other tables' writes took the numbers between. DynamoDB
+	// Local then refuses as trimmed an iterator taken while the shard was empty.
+	gap bool
 }
 
 const fakeARN = "arn:aws:dynamodb:us-east-1:000000000000:table/fake/stream/2024-01-01T00:00:00.000"
 
 func newFakeStream() *fakeStream {
-	return &fakeStream{arn: fakeARN, expire: map[string]int{}, invalid: map[string]int{}, calls: map[string]int{}}
+	return &fakeStream{arn: fakeARN, expire: map[string]int{}, invalid: map[string]int{}, calls: map[string]int{}, refused: map[string]int{}}
 }
 
 // add appends a shard, or records to one, creating it open under parent.
@@ -62,6 +71,29 @@ func (f *fakeStream) add(id, parent string, created time.Time, pks ...string) {
 			},
 		})
 	}
+}
+
+// startGap makes shard id (created empty) behave as a new shard of DynamoDB Local whose
+// first record comes after other tables' writes.
+func (f *fakeStream) startGap(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.shard(id).gap = true
+}
+
+// getCalls returns how many GetRecords calls shard id has had, and how many of them were
+// refused as trimmed.
+func (f *fakeStream) getCalls(id string) (calls, refused int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[id], f.refused[id]
+}
+
+// trim drops the n oldest records of shard id from the stream, as retention does.
+func (f *fakeStream) trim(id string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.shard(id).horizon += n
 }
 
 func (f *fakeStream) close(id string) {
@@ -119,15 +151,23 @@ func (f *fakeStream) GetShardIterator(_ context.Context, in *dynamodbstreams.Get
 	if s == nil {
 		return nil, &types.ResourceNotFoundException{Message: aws.String("no such shard")}
 	}
-	pos := 0
+	pos := s.horizon
 	switch in.ShardIteratorType {
 	case types.ShardIteratorTypeLatest:
 		pos = len(s.records)
 	case types.ShardIteratorTypeAfterSequenceNumber:
+		pos = 0
 		for pos < len(s.records) && *s.records[pos].Dynamodb.SequenceNumber != aws.ToString(in.SequenceNumber) {
 			pos++
 		}
 		pos++
+		if pos < s.horizon {
+			return nil, trimmedError()
+		}
+	}
+	if s.gap && len(s.records) == 0 {
+		// At the shard's starting sequence number, before the first record's.
+		return &dynamodbstreams.GetShardIteratorOutput{ShardIterator: aws.String(s.id + "|0|start")}, nil
 	}
 	return &dynamodbstreams.GetShardIteratorOutput{ShardIterator: aws.String(s.id + "|" + strconv.Itoa(pos))}, nil
 }
@@ -136,6 +176,7 @@ func (f *fakeStream) GetRecords(_ context.Context, in *dynamodbstreams.GetRecord
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id, p, _ := strings.Cut(aws.ToString(in.ShardIterator), "|")
+	p, atStart, _ := strings.Cut(p, "|")
 	pos, _ := strconv.Atoi(p)
 	s := f.shard(id)
 	f.calls[id]++
@@ -145,10 +186,21 @@ func (f *fakeStream) GetRecords(_ context.Context, in *dynamodbstreams.GetRecord
 	if f.invalid[id] == f.calls[id] {
 		return nil, &smithy.GenericAPIError{Code: "ValidationException", Message: "Invalid ShardIterator"}
 	}
+	if pos < s.horizon || (atStart != "" && len(s.records) > 0) {
+		f.refused[id]++
+		return nil, trimmedError()
+	}
+	if atStart != "" {
+		return &dynamodbstreams.GetRecordsOutput{NextShardIterator: in.ShardIterator}, nil
+	}
 	end := min(len(s.records), pos+int(aws.ToInt32(in.Limit)))
 	out := &dynamodbstreams.GetRecordsOutput{Records: s.records[pos:end]}
 	if !s.closed || end < len(s.records) {
 		out.NextShardIterator = aws.String(id + "|" + strconv.Itoa(end))
 	}
 	return out, nil
+}
+
+func trimmedError() error {
+	return &types.TrimmedDataAccessException{Message: aws.String("The operation attempted to read past the oldest stream record in a shard.")}
 }

@@ -253,9 +253,18 @@ func (w *worker) readFailed(ctx context.Context, err error) error {
 	return sleep(ctx, w.m.cfg.PollInterval)
 }
 
-// trimmed restarts at the oldest record left: the records after the checkpoint are gone.
+// trimmed restarts at the oldest record left. With a position (the checkpoint, or the last
+// record read) the records after it are gone, which deserves a warning. Without one nothing
+// was lost: DynamoDB Local refuses as trimmed an iterator taken while a new shard was empty
+// once its first record arrives with a later sequence number than the shard's start, as when
+// several tables start at once (they share one sequence). Every record in such a shard came
+// after the mapping started, so the trim horizon is also where LATEST would have read.
 func (w *worker) trimmed() {
-	w.m.log.Warn("esm: records after the checkpoint were trimmed from the stream; continuing at the trim horizon", "shard", w.id, "after", w.pos)
+	if w.pos == "" {
+		w.m.log.Debug("esm: iterator refused as trimmed before any record was read; reading from the trim horizon", "shard", w.id, "start", w.start)
+	} else {
+		w.m.log.Warn("esm: records after the checkpoint were trimmed from the stream; continuing at the trim horizon", "shard", w.id, "after", w.pos)
+	}
 	w.pos, w.start, w.iter, w.queue = "", types.ShardIteratorTypeTrimHorizon, nil, nil
 }
 

@@ -26,6 +26,8 @@ func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFaile
 		{"Failures", "Count", failures},
 		{"FanOutPages", "Count", o.Stats.FanOutPages},
 		{"OldestRecordAge", "Milliseconds", o.Age.Milliseconds()},
+		{"RecordsWithoutImage", "Count", o.NoImage},
+		{"UnlinkedEffects", "Count", o.Unlinked},
 	}
 	metrics := make([]map[string]string, 0, len(values))
 	line := map[string]any{"Function": function}

@@ -58,6 +58,12 @@ type Outcome struct {
 	Reason  error
 	Stats   apply.Stats
 	Age     time.Duration // age of the oldest record
+	// NoImage counts records with neither image: a REMOVE without OldImage, which DynamoDB
+	// Local emits when several clients delete one item at once. Nothing to apply.
+	NoImage int
+	// Unlinked counts rule effects left out because the item does not carry a variable of
+	// the target's key (plan.RecordPlan.Unlinked): linked to no target, not a failure.
+	Unlinked int
 }
 
 // Handle is the Lambda handler. It returns an error (a whole-batch failure, which Lambda
@@ -118,6 +124,10 @@ func (h *Handler) Process(ctx context.Context, payload json.RawMessage) (Outcome
 			break
 		}
 		o.Effects += len(rp.Deltas) + len(rp.Writes) + len(rp.FanOuts) + len(rp.Pulls)
+		if rp.NoImage || (c.Old == nil && c.New == nil) {
+			o.NoImage++
+		}
+		o.Unlinked += rp.Unlinked
 		if rp.Job != nil {
 			o.Effects++
 		}
@@ -157,6 +167,7 @@ func (h *Handler) emit(ctx context.Context, o Outcome, err error) {
 		slog.Int("records", o.Records), slog.Int("applied", o.Applied), slog.Int("effects", o.Effects),
 		slog.Int("writes", o.Stats.Requests), slog.Float64("wcu", o.Stats.WCU), slog.Int("duplicates", o.Stats.Duplicates),
 		slog.Int("retries", o.Stats.Retries), slog.Int("fanOutPages", o.Stats.FanOutPages), slog.Duration("oldestAge", o.Age),
+		slog.Int("noImage", o.NoImage), slog.Int("unlinked", o.Unlinked),
 	}
 	msg := "batch applied"
 	switch {

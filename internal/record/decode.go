@@ -125,9 +125,9 @@ func (s *scanner) records(payload []byte) ([]json.RawMessage, *fault) {
 
 // Decode decodes one record of a Lambda DynamoDB stream event (the JSON of
 // events.DynamoDBEventRecord). It checks what the engine relies on: a known eventName, a
-// SequenceNumber of digits, non-empty Keys and the images the operation must carry, each
-// attribute value with exactly one valid type. Unknown fields are ignored. It never
-// panics; every error is a *DecodeError.
+// SequenceNumber of digits, non-empty Keys and the images the operation must carry (a
+// REMOVE may carry none, see Change), each attribute value with exactly one valid type.
+// Unknown fields are ignored. It never panics; every error is a *DecodeError.
 func Decode(raw json.RawMessage) (Change, error) {
 	// One copy of the record; strings without escapes are then substrings of it, which
 	// saves an allocation per attribute name and value.
@@ -254,25 +254,35 @@ func check(c *Change, seen int, op, view, uType, uID string) *fault {
 	case len(c.Keys) == 0:
 		return failf("empty").in("Keys").in("dynamodb")
 	}
-	needNew, needOld := c.Op != Remove, c.Op != Insert
-	if f := checkImage("NewImage", c.New != nil, needNew, c.Op, view); f != nil {
-		return f
-	}
-	if f := checkImage("OldImage", c.Old != nil, needOld, c.Op, view); f != nil {
+	if f := checkImages(c, view); f != nil {
 		return f
 	}
 	c.TTL = c.Op == Remove && uType == ttlType && uID == ttlPrincipal
 	return nil
 }
 
-func checkImage(name string, has, need bool, op Op, view string) *fault {
+// checkImages checks that c carries the images its operation needs for the stream's view.
+// A REMOVE may come without OldImage: DynamoDB Local emits one for each extra client that
+// deletes an item at the same time as another (the item was already gone), and it changes
+// nothing. Only a view that never carries old images makes that an error, since on such a
+// stream every removal would pass unseen.
+func checkImages(c *Change, view string) *fault {
+	needOld := c.Op == Modify || (c.Op == Remove && (view == viewKeysOnly || view == viewNewOnly))
+	if f := checkImage("NewImage", c.New != nil, c.Op != Remove, c.Op != Remove, c.Op, view); f != nil {
+		return f
+	}
+	return checkImage("OldImage", c.Old != nil, needOld, c.Op != Insert, c.Op, view)
+}
+
+// checkImage checks one image: need says it must be there, allowed that it may be.
+func checkImage(name string, has, need, allowed bool, op Op, view string) *fault {
 	switch {
 	case need && !has:
 		if view == "" {
 			view = "not given"
 		}
 		return failf("missing (eventName %s, StreamViewType %s; Denorm needs NEW_AND_OLD_IMAGES)", op, view).in(name).in("dynamodb")
-	case has && !need:
+	case has && !allowed:
 		return failf("not expected with eventName %s", op).in(name).in("dynamodb")
 	}
 	return nil

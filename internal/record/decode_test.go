@@ -37,6 +37,10 @@ func TestDecodeTestdata(t *testing.T) {
 			"MODIFY 4421584900000000017450439600 ttl=false",
 		}},
 		{"lambda_go_order.json", []string{"INSERT 000000000000000000001 ttl=false"}},
+		{"concurrent_remove.json", []string{ // the second delete of one item found it gone
+			"REMOVE 000000000000000000085 ttl=false",
+			"REMOVE 000000000000000000086 ttl=false",
+		}},
 		{"mixed_batch.json", []string{
 			"INSERT 4421584500000000017450439091 ttl=false",
 			`error: record bad-1: dynamodb.NewImage.body: N value "many" is not a number`,
@@ -82,7 +86,7 @@ func TestDecodeMalformed(t *testing.T) {
 		"keys_empty":               `dynamodb.Keys: empty`,
 		"insert_without_new_image": `dynamodb.NewImage: missing (eventName INSERT, StreamViewType KEYS_ONLY; Denorm needs NEW_AND_OLD_IMAGES)`,
 		"modify_without_old_image": `dynamodb.OldImage: missing (eventName MODIFY, StreamViewType NEW_IMAGE;`,
-		"remove_without_old_image": `dynamodb.OldImage: missing (eventName REMOVE`,
+		"remove_keys_only":         `dynamodb.OldImage: missing (eventName REMOVE, StreamViewType KEYS_ONLY; Denorm needs NEW_AND_OLD_IMAGES)`,
 		"remove_with_new_image":    `dynamodb.NewImage: not expected with eventName REMOVE`,
 		"insert_with_old_image":    `dynamodb.OldImage: not expected with eventName INSERT`,
 		"dynamodb_missing":         `: dynamodb: missing`,
@@ -150,6 +154,62 @@ func TestDecodeMalformed(t *testing.T) {
 	}
 	for name := range tests {
 		t.Errorf("no testdata/malformed/%s.json", name)
+	}
+}
+
+// A REMOVE without OldImage (DynamoDB Local: the item was already gone) decodes to a
+// change with neither image, unless the stream's view never carries old images; INSERT and
+// MODIFY still need theirs.
+func TestDecodeRemoveWithoutOldImage(t *testing.T) {
+	rec := func(op, view, user, images string) json.RawMessage {
+		r := `{"eventID":"e","eventName":"` + op + `","dynamodb":{"Keys":{"pk":{"S":"a"}},` + images + `"SequenceNumber":"7"`
+		if view != "" {
+			r += `,"StreamViewType":"` + view + `"`
+		}
+		r += `}` + user + `}`
+		return json.RawMessage(r)
+	}
+	const ttlUser = `,"userIdentity":{"type":"Service","principalId":"dynamodb.amazonaws.com"}`
+	tests := []struct {
+		name string
+		raw  json.RawMessage
+		want string // "" means no error
+	}{
+		{"new and old images", rec("REMOVE", "NEW_AND_OLD_IMAGES", "", ""), ""},
+		{"old image view", rec("REMOVE", "OLD_IMAGE", "", ""), ""},
+		{"view not given", rec("REMOVE", "", "", ""), ""},
+		{"by TTL", rec("REMOVE", "NEW_AND_OLD_IMAGES", ttlUser, ""), ""},
+		{"keys only view", rec("REMOVE", "KEYS_ONLY", "", ""), "dynamodb.OldImage: missing (eventName REMOVE, StreamViewType KEYS_ONLY;"},
+		{"new image view", rec("REMOVE", "NEW_IMAGE", "", ""), "dynamodb.OldImage: missing (eventName REMOVE, StreamViewType NEW_IMAGE;"},
+		{"with new image", rec("REMOVE", "NEW_AND_OLD_IMAGES", "", `"NewImage":{"pk":{"S":"a"}},`), "dynamodb.NewImage: not expected with eventName REMOVE"},
+		{"insert without new image", rec("INSERT", "NEW_AND_OLD_IMAGES", "", ""), "dynamodb.NewImage: missing (eventName INSERT"},
+		{"modify without images", rec("MODIFY", "NEW_AND_OLD_IMAGES", "", ""), "dynamodb.NewImage: missing (eventName MODIFY"},
+		{"modify without old image", rec("MODIFY", "NEW_AND_OLD_IMAGES", "", `"NewImage":{"pk":{"S":"a"}},`), "dynamodb.OldImage: missing (eventName MODIFY"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Decode(tt.raw)
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("error %v, want %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Op != Remove || c.Old != nil || c.New != nil || c.Image() != nil || len(c.Keys) != 1 || c.Seq != "7" {
+				t.Fatalf("decoded %s", render(c))
+			}
+			// EncodeChange writes it back the same (fault injection re-encodes removals).
+			enc, err := EncodeChange(c, "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back, err := Decode(enc); err != nil || !equalChange(back, c) {
+				t.Fatalf("round trip: %v\n%s", err, enc)
+			}
+		})
 	}
 }
 

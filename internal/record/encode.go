@@ -20,6 +20,8 @@ const (
 	eventSource    = "aws:dynamodb"
 	eventVersion   = "1.1"
 	viewNewAndOld  = "NEW_AND_OLD_IMAGES"
+	viewNewOnly    = "NEW_IMAGE"
+	viewKeysOnly   = "KEYS_ONLY"
 	encodeCapacity = 512
 )
 
@@ -159,10 +161,7 @@ func checkChange(c *Change) *fault {
 	if !c.Created.IsZero() && (c.Created.Before(time.Unix(0, 0)) || c.Created.Unix() >= maxEpoch) {
 		return failf("%s is outside 1970 to year 5138", c.Created).in("ApproximateCreationDateTime").in("dynamodb")
 	}
-	if f := checkImage("NewImage", c.New != nil, c.Op != Remove, c.Op, viewNewAndOld); f != nil {
-		return f
-	}
-	return checkImage("OldImage", c.Old != nil, c.Op != Insert, c.Op, viewNewAndOld)
+	return checkImages(c, viewNewAndOld)
 }
 
 func encodeError(id string, f *fault) error {

@@ -62,6 +62,7 @@ func TestEncodeChangeRoundTrip(t *testing.T) {
 		"modify":       with(func(c *Change) { c.Op, c.New, c.Old = Modify, everyType(), Item{"pk": s("TYPES#1"), "sk": s("ALL")} }),
 		"remove":       with(func(c *Change) { c.Op, c.Old = Remove, everyType() }),
 		"ttl remove":   with(func(c *Change) { c.Op, c.Old, c.TTL = Remove, everyType(), true }),
+		"no image":     with(func(c *Change) { c.Op = Remove }), // the item was already gone
 		"no created":   with(func(c *Change) { c.Op, c.New, c.Created = Insert, keys, time.Time{} }),
 		"whole second": with(func(c *Change) { c.Op, c.New, c.Created = Insert, keys, time.Unix(5, 0).UTC() }),
 		"epoch zero":   with(func(c *Change) { c.Op, c.New, c.Created, c.SizeBytes = Insert, keys, time.Unix(0, 1).UTC(), 0 }),

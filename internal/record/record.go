@@ -41,7 +41,9 @@ type Change struct {
 	// Compare with CompareSeq, never as strings of different lengths.
 	Seq string
 	Op  Op
-	// Keys holds the item's primary key; Old and New the images (nil when absent).
+	// Keys holds the item's primary key; Old and New the images (nil when absent). A REMOVE
+	// may carry neither: DynamoDB Local emits one when the item was already gone, deleted by
+	// another client at the same time; it changes nothing.
 	Keys, Old, New Item
 	// TTL is true when DynamoDB's TTL process deleted the item (userIdentity type Service,
 	// principalId dynamodb.amazonaws.com).
@@ -55,7 +57,7 @@ type Change struct {
 }
 
 // Image returns the image that describes the item after the change (New), or before it for
-// a removal (Old).
+// a removal (Old); nil for a removal without OldImage.
 func (c *Change) Image() Item {
 	if c.New != nil {
 		return c.New
