@@ -18,8 +18,10 @@ const (
 const JobPrefix = ReservedPrefix + "#job#"
 
 // FilterPatterns returns the Lambda FilterCriteria patterns that let through exactly the
-// records that can trigger a rule: items of a rule's source entity (copy targets too, which
-// pull their copy on insert) and fan-out job items. Reserved items (markers, watermarks)
+// records that can trigger a rule: items of a rule's source entity, copy targets (which
+// pull their copy on insert), count and sum targets (whose aggregates Denorm restores when
+// the application overwrites them, and which fold in what was parked while they were
+// missing) and fan-out job items. Reserved items (markers, watermarks)
 // never pass. It returns no patterns (no filtering) when some entity's partition key starts
 // with a variable, and fails when the patterns exceed the service's limits.
 //
@@ -38,7 +40,7 @@ func (s *Set) FilterPatterns() ([]string, error) {
 	}
 	for _, r := range s.compiled {
 		add(r.Source)
-		if r.Kind == KindCopy {
+		if r.Kind == KindCopy || r.Agg != nil {
 			add(r.Target)
 		}
 	}
