@@ -12,6 +12,10 @@ import (
 	"github.com/denorm/denorm/internal/rules"
 )
 
+// ErrUnknownKind is returned (wrapped) for a rule of a kind the planner does not handle: a
+// kind added to rules.Kinds without a planner case.
+var ErrUnknownKind = errors.New("rule kind not handled by the planner")
+
 // Planner evaluates a compiled rule set against stream records. It holds scratch space, so
 // one Planner serves one goroutine; create one per batch or per worker.
 type Planner struct {
@@ -135,8 +139,10 @@ func (e *eval) source(r *rules.CompiledRule) error {
 		return e.copyPush(r, wasSrc, isSrc)
 	case rules.KindMirror:
 		return e.mirror(r, wasSrc, isSrc)
-	default:
+	case rules.KindCount, rules.KindSum:
 		return e.aggregate(r, wasSrc, isSrc)
+	default:
+		return fmt.Errorf("%w: %q", ErrUnknownKind, r.Kind)
 	}
 }
 
@@ -311,8 +317,12 @@ func (e *eval) addDelta(d Delta) {
 // value is what one member contributes: 1 for a count, the value attribute for a sum (an
 // absent value contributes 0; a value that is not a number is an error).
 func value(r *rules.CompiledRule, item record.Item) (Number, error) {
-	if r.Kind == rules.KindCount {
+	switch r.Kind {
+	case rules.KindCount:
 		return Int(1), nil
+	case rules.KindSum:
+	default:
+		return Number{}, fmt.Errorf("%w: %q has no value", ErrUnknownKind, r.Kind)
 	}
 	switch v := item[r.Agg.Value].(type) {
 	case nil:

@@ -81,7 +81,7 @@ func (e *eval) target() {
 func aggregatesInto(s *rules.Set, ent *rules.EntityType) []*rules.CompiledRule {
 	var out []*rules.CompiledRule
 	for _, r := range s.RulesInto(ent) {
-		if r.Agg != nil {
+		if r.Kind.Aggregate() {
 			out = append(out, r)
 		}
 	}

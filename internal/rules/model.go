@@ -68,6 +68,14 @@ const (
 	KindSum    Kind = "sum"
 )
 
+// Kinds is every rule kind. Code that handles kinds switches on each explicitly and fails
+// in its default branch; tests run every kind through every such switch, so a kind added
+// here and missed somewhere fails a test instead of being silently treated as another.
+var Kinds = []Kind{KindCopy, KindMirror, KindCount, KindSum}
+
+// Aggregate reports whether k keeps a value computed over many sources (count, sum).
+func (k Kind) Aggregate() bool { return k == KindCount || k == KindSum }
+
 // Source-delete behaviours of copy rules.
 const (
 	OnDeleteKeep   = "keep"   // targets keep the last copied values (default)
