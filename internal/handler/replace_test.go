@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/apply"
+	"github.com/denorm/denorm/internal/record"
 )
 
 // What applications do to counter targets, each in the batch that restores it, which then
@@ -118,5 +119,45 @@ func (e *env) update(pk, sk, expr string, values map[string]types.AttributeValue
 	})
 	if err != nil {
 		e.t.Fatal(err)
+	}
+}
+
+// What restoring a replaced target costs: a post (watermark mode) is restored with one
+// conditional UpdateItem, a profile (marker mode) with one transaction of its marker and
+// its update, whatever the application dropped.
+func TestRestoreCost(t *testing.T) {
+	e := newEnv(t, apply.Options{})
+	e.api.failAfter = -1
+	e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ada"})
+	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+	for i := 0; i < 3; i++ {
+		e.put(map[string]string{"pk": "POST#p1", "sk": fmt.Sprintf("COMMENT#c%d", i), "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#x", "likes": "2", "status": "visible"})
+	}
+	e.drain(100, e.lambdaLike)
+	e.check()
+
+	for _, tc := range []struct {
+		name   string
+		write  func()
+		writes int
+	}{
+		{"post PutItem (watermark)", func() { e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1", "title": "edited"}) }, 1},
+		{"profile PutItem (marker)", func() { e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ada", "email": "ada@example.com"}) }, 1},
+		{"post SET counters (watermark)", func() {
+			e.update("POST#p1", "METADATA", "SET commentCount = :z, likeTotal = :z", map[string]types.AttributeValue{":z": &types.AttributeValueMemberN{Value: "0"}})
+		}, 1},
+	} {
+		tc.write()
+		batch := e.records()
+		out, err := e.h.Process(context.Background(), record.EncodeEvent(batch))
+		if err != nil || out.Failed != "" {
+			t.Fatalf("%s: %v %v", tc.name, err, out.Reason)
+		}
+		if out.Stats.Requests != tc.writes {
+			t.Errorf("%s: %d write requests, want %d", tc.name, out.Stats.Requests, tc.writes)
+		}
+		t.Logf("%s: restored with %d write request(s), %.0f WCU", tc.name, out.Stats.Requests, out.Stats.WCU)
+		e.drain(100, e.lambdaLike) // the restore's own record: no write
+		e.check()
 	}
 }
