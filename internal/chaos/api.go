@@ -148,7 +148,7 @@ func (a *API) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWrite
 // counters are the harness's fault counters, shared by the API, the invoker and the hooks.
 type counters struct {
 	throttles, conflicts, crashes, lostWrites, timeouts, timedOut, lostResponses atomic.Int64
-	poisoned, ttl                                                                atomic.Int64
+	poisoned, ttl, staleDenorm                                                   atomic.Int64
 }
 
 func (c *counters) snapshot() Counts {
@@ -156,5 +156,6 @@ func (c *counters) snapshot() Counts {
 		Throttles: c.throttles.Load(), Conflicts: c.conflicts.Load(), Crashes: c.crashes.Load(),
 		LostWrites: c.lostWrites.Load(), Timeouts: c.timeouts.Load(), TimedOut: c.timedOut.Load(),
 		LostResponses: c.lostResponses.Load(), Poisoned: c.poisoned.Load(), TTLRecords: c.ttl.Load(),
+		StaleDenorm: c.staleDenorm.Load(),
 	}
 }

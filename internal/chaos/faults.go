@@ -1,10 +1,11 @@
 // Package chaos is Denorm's reliability harness: a seeded workload over the social example
-// with TTL expiries and poison records (gen.go), an in-memory model of what the application
-// wrote and an oracle that computes every counter, sum, copy and mirror from it (model.go,
-// oracle.go), fault injectors for the DynamoDB client and the function invocation (api.go,
-// invoker.go, hooks.go), and Run, which puts them around the real handler, executor and
-// event source mapping emulator on DynamoDB Local and checks the table once the stream
-// drains (run.go, check.go).
+// with TTL expiries and poison records (gen.go) and the application's own writes to counter
+// targets and links (app.go, sparse.go, written through appwriter.go), an in-memory model
+// of what the application wrote and an oracle that computes every counter, sum, copy and
+// mirror from it (model.go, oracle.go), fault injectors for the DynamoDB client and the
+// function invocation (api.go, invoker.go, hooks.go), and Run, which puts them around the
+// real handler, executor and event source mapping emulator on DynamoDB Local and checks the
+// table once the stream drains (run.go, check.go).
 package chaos
 
 import (
@@ -42,6 +43,12 @@ type Faults struct {
 	// TTL expires items: the item's ttl is set in the past, the item deleted, and its REMOVE
 	// record rewritten to carry DynamoDB's TTL service identity.
 	TTL bool
+	// Application adds writes real applications make to counter targets and their links
+	// (app.go): whole-item re-Puts that drop or falsify counters and Denorm's attributes,
+	// counters SET or REMOVEd, targets deleted and put again at once, targets created after
+	// their sources, posts whose userId is removed, never set, or set back (and, with
+	// Options.SparseComments, comments whose author keys are).
+	Application bool
 	// MaxPerBatch caps the injected invocation failures (crash, timeout, lost response) per
 	// batch, so injected faults alone never exhaust a retry budget larger than the cap: a
 	// record that reaches the on-failure destination is then a poison record, never an
@@ -53,7 +60,7 @@ type Faults struct {
 func Everything() Faults {
 	return Faults{
 		DeliverTwice: true, Throttle: 0.03, Conflict: 0.05, Crash: 0.05, LostWrite: 0.5,
-		Timeout: 0.04, LostResponse: 0.04, Poison: true, TTL: true,
+		Timeout: 0.04, LostResponse: 0.04, Poison: true, TTL: true, Application: true,
 	}
 }
 
@@ -64,6 +71,11 @@ type Counts struct {
 	Poisoned int64
 	// TTLRecords is the number of REMOVE records given the TTL identity.
 	TTLRecords int64
+	// Application counts the application-class writes of the workload, by case.
+	Application AppWrites
+	// StaleDenorm is the number of re-Puts that carried Denorm's own attributes (_dn...)
+	// as the application had read them earlier.
+	StaleDenorm int64
 }
 
 // dice is a seeded random source shared by goroutines.

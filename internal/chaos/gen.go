@@ -22,6 +22,10 @@ type Options struct {
 	// Relink moves comments to another author while renames are processed
 	// (TestPushAfterRelinkDoesNotLand).
 	Relink bool
+	// SparseComments says the rules declare the Comment entity's gsi1 keys sparse
+	// (SparseComments, WriteSparseComments). With Faults.Application the application then
+	// removes a comment's author keys, inserts comments without them, and sets them back.
+	SparseComments bool
 }
 
 // Plan is a generated workload: the operations, phase after phase, and the model of the
@@ -35,6 +39,8 @@ type Plan struct {
 	Expiries int
 	// Rounds is the number of chaos rounds after the base workload.
 	Rounds int
+	// Application counts the application-class writes (Faults.Application), by case.
+	Application AppWrites
 }
 
 // Generate returns about n operations over the social example (rules/social.yaml), the
@@ -51,6 +57,11 @@ type Plan struct {
 //	expire    TTL expiry (or deletion) of about half of the round's parents
 //	after     deletes and size changes under the expired parents (their counters must not
 //	          come back); deletion of the poison files
+//
+// With Faults.Application each round also leaves a counter target of every kind out of its
+// create phase and puts it in churn, after its sources; churn and after then also re-put,
+// delete and re-put, and falsify counter targets, and unlink posts (and, with
+// Options.SparseComments, comments) from their parents (app.go, sparse.go).
 func Generate(seed uint64, n int, f Faults, opt Options) *Plan {
 	g := &gen{rng: rand.New(rand.NewPCG(seed, 0xc4a05)), m: NewModel(), f: f, opt: opt,
 		base: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
@@ -65,7 +76,8 @@ func Generate(seed uint64, n int, f Faults, opt Options) *Plan {
 	for r := 0; len(g.ops) < n; r++ {
 		g.round(r, min(size, max(n-len(g.ops), 60)))
 	}
-	return &Plan{Ops: g.ops, Model: g.m, PoisonRecords: g.poison, Expiries: g.expiries, Rounds: g.rounds}
+	return &Plan{Ops: g.ops, Model: g.m, PoisonRecords: g.poison, Expiries: g.expiries, Rounds: g.rounds,
+		Application: g.app}
 }
 
 type gen struct {
@@ -80,6 +92,8 @@ type gen struct {
 	expiries int
 	rounds   int
 	seq      int // unique ids
+	app      AppWrites
+	deferred []deferred // application-class writes due later in the round
 }
 
 func (g *gen) emit(op workload.Op) {
@@ -147,6 +161,13 @@ func (g *gen) round(r, size int) {
 		g.emit(put("pk", k.PK, "sk", k.SK, "name", "Group "+gr, "ttl", ttlFuture))
 		groups = append(groups, k)
 	}
+	// Counter targets whose sources come first: they are put in the churn phase.
+	var late []Key
+	if g.f.Application {
+		for _, kind := range targetKinds {
+			late = append(late, g.lateKey(kind))
+		}
+	}
 
 	g.phase = prefix + "-children"
 	for i := 0; i < size/10 && len(posts) > 0; i++ {
@@ -155,6 +176,9 @@ func (g *gen) round(r, size int) {
 	for i := 0; i < size/20; i++ {
 		g.file(folders[g.rng.IntN(len(folders))])
 		g.membership(groups[g.rng.IntN(len(groups))])
+	}
+	for _, k := range late {
+		g.lateSources(k)
 	}
 	var poisonFiles []Key
 	if g.f.Poison {
@@ -173,6 +197,19 @@ func (g *gen) round(r, size int) {
 	}
 
 	g.phase = prefix + "-churn"
+	for _, k := range late {
+		g.createLate(k)
+		switch {
+		case strings.HasPrefix(k.PK, "USER#"):
+			users = append(users, k)
+		case strings.HasPrefix(k.PK, "POST#"):
+			posts = append(posts, k)
+		case strings.HasPrefix(k.PK, "FOLDER#"):
+			folders = append(folders, k)
+		default:
+			groups = append(groups, k)
+		}
+	}
 	for len(g.ops)-start < size*8/10 {
 		g.churn()
 	}
@@ -227,11 +264,21 @@ func (g *gen) round(r, size int) {
 	for _, k := range poisonFiles {
 		g.emit(del(k))
 	}
+	if g.f.Application {
+		g.appAfter()
+	}
 	g.phase = ""
 }
 
 // churn emits one random change (sometimes a few operations on one item).
 func (g *gen) churn() {
+	if g.f.Application {
+		g.runDue(false)
+		if g.rng.IntN(100) < 15 {
+			g.appChurn()
+			return
+		}
+	}
 	pick := func(kind Kind) (Key, bool) { return g.m.pick(g.rng, kind) }
 	switch k := g.rng.IntN(100); {
 	case k < 12: // rename a user: comments and member items follow
@@ -257,13 +304,20 @@ func (g *gen) churn() {
 	case k < 41: // the application writes a stale copy of the author's name over the real one
 		if c, ok := pick(Comment); ok {
 			it, _ := g.m.Item(c)
-			g.emit(put("pk", c.PK, "sk", c.SK, "gsi1pk", str(it["gsi1pk"]), "gsi1sk", str(it["gsi1sk"]),
-				"text", "edited", "userName", "stale"))
+			kv := []any{"pk", c.PK, "sk", c.SK, "text", "edited", "userName", "stale"}
+			if str(it["gsi1pk"]) != "" { // a comment without author keys (SparseComments) stays so
+				kv = append(kv, "gsi1pk", str(it["gsi1pk"]), "gsi1sk", str(it["gsi1sk"]))
+			}
+			g.emit(put(kv...))
 		}
 	case k < 44: // a comment moves to another author: counts move, the copy is pulled anew
 		if c, ok := pick(Comment); ok && g.opt.Relink {
 			if u, ok := pick(User); ok {
-				g.emit(update(c, "gsi1pk", u.PK))
+				set := []any{"gsi1pk", u.PK}
+				if it, _ := g.m.Item(c); it["gsi1sk"] == nil { // back in the index, not just linked
+					set = append(set, "gsi1sk", commentGSI1SKOf(c))
+				}
+				g.emit(update(c, set...))
 			}
 		}
 	case k < 52:
@@ -342,10 +396,18 @@ func (g *gen) comment(post Key) {
 	if !ok {
 		return
 	}
+	g.commentBy(post, author)
+}
+
+// commentBy puts a comment on post by the user whose profile key is author (which need
+// not exist) and returns its key.
+func (g *gen) commentBy(post, author Key) Key {
 	at := g.ts()
 	c := g.id("c")
-	g.emit(put("pk", post.PK, "sk", "COMMENT#"+at+"#"+c, "gsi1pk", author.PK, "gsi1sk", "COMMENT#"+at,
+	k := Key{post.PK, "COMMENT#" + at + "#" + c}
+	g.emit(put("pk", k.PK, "sk", k.SK, "gsi1pk", author.PK, "gsi1sk", "COMMENT#"+at,
 		"text", "comment "+c, "userName", "?", "ttl", ttlFuture))
+	return k
 }
 
 func (g *gen) file(folder Key) {

@@ -49,9 +49,15 @@ type Hooks struct {
 	budget *budget
 	counts *counters
 
-	mu     sync.Mutex
-	poison map[string]string // sequence number -> why the record can never be applied
-	ttl    map[string]bool
+	// cases, when set, names the application-class cases that touched an item
+	// (Model.Cases): the records of such items are remembered in touched, so an on-failure
+	// record can be named.
+	cases func(Key) []string
+
+	mu      sync.Mutex
+	poison  map[string]string // sequence number -> why the record can never be applied
+	ttl     map[string]bool
+	touched map[string]Key // sequence number -> item, for items cases names
 }
 
 // NewHooks returns the hooks of f on their own (Run builds its own).
@@ -61,7 +67,7 @@ func NewHooks(f Faults, seed uint64) *Hooks {
 
 func newHooks(f Faults, seed uint64, b *budget, c *counters) *Hooks {
 	return &Hooks{faults: f, dice: newDice(seed, 2), budget: b, counts: c,
-		poison: map[string]string{}, ttl: map[string]bool{}}
+		poison: map[string]string{}, ttl: map[string]bool{}, touched: map[string]Key{}}
 }
 
 // ESM returns the hooks for esm.Config.
@@ -94,7 +100,36 @@ func (h *Hooks) PoisonSeqs() []string {
 func (h *Hooks) before(batch []json.RawMessage) []json.RawMessage {
 	out := make([]json.RawMessage, len(batch))
 	for i, raw := range batch {
+		h.remember(raw)
 		out[i] = h.rewrite(raw)
+	}
+	return out
+}
+
+// remember keeps the item of a record that an application-class case touched.
+func (h *Hooks) remember(raw json.RawMessage) {
+	if h.cases == nil {
+		return
+	}
+	c, err := record.Decode(raw)
+	if err != nil {
+		return
+	}
+	if k := keyOf(c.Keys); len(h.cases(k)) > 0 {
+		h.mu.Lock()
+		h.touched[c.Seq] = k
+		h.mu.Unlock()
+	}
+}
+
+// Touched returns the items of the records seen that an application-class case touched,
+// by sequence number.
+func (h *Hooks) Touched() map[string]Key {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string]Key, len(h.touched))
+	for s, k := range h.touched {
+		out[s] = k
 	}
 	return out
 }

@@ -68,24 +68,32 @@ type Model struct {
 	Expired int
 	// Tombstones hold the last image of every deleted item.
 	tombstones map[Key]record.Item
+	// notes name the application-class cases (Faults.Application) that touched an item, so
+	// the oracle's mismatches can say which case they come from.
+	notes map[Key][]string
 }
 
 // NewModel returns an empty model.
 func NewModel() *Model {
-	m := &Model{items: map[Key]record.Item{}, tombstones: map[Key]record.Item{}}
+	m := &Model{items: map[Key]record.Item{}, tombstones: map[Key]record.Item{}, notes: map[Key][]string{}}
 	for i := range m.pools {
 		m.pools[i].pos = map[Key]int{}
 	}
 	return m
 }
 
-// Apply replays one operation.
+// Apply replays one operation. A read (see appWriter) changes nothing; a Put that reuses
+// what a read saw holds, in the model, only the attributes the generator wrote: what it
+// takes from the read is Denorm's (counters, _dn attributes), which the oracle computes.
 func (m *Model) Apply(op workload.Op) {
 	switch {
+	case op.Put != nil && op.Put[readAttr] != nil:
 	case op.Put != nil:
 		k := keyOf(op.Put)
 		m.remove(k)
-		m.add(k, maps.Clone(op.Put))
+		it := maps.Clone(op.Put)
+		delete(it, staleAttr)
+		m.add(k, it)
 	case op.Del != nil:
 		k := keyOf(op.Del)
 		if it, ok := m.items[k]; ok {
@@ -107,6 +115,9 @@ func (m *Model) Apply(op workload.Op) {
 			it = maps.Clone(op.Key)
 		}
 		maps.Copy(it, op.Set)
+		for _, a := range op.Remove {
+			delete(it, a)
+		}
 		m.add(k, it)
 	}
 }
@@ -122,6 +133,20 @@ func (m *Model) remove(k Key) {
 		delete(m.items, k)
 	}
 }
+
+// note records that case touched the item at k (once per case).
+func (m *Model) note(k Key, c string) {
+	for _, have := range m.notes[k] {
+		if have == c {
+			return
+		}
+	}
+	m.notes[k] = append(m.notes[k], c)
+}
+
+// Cases returns the application-class cases that touched the item at k, in the order they
+// first did.
+func (m *Model) Cases(k Key) []string { return m.notes[k] }
 
 // Item returns the live item at k.
 func (m *Model) Item(k Key) (record.Item, bool) {

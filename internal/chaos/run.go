@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,9 +73,12 @@ type Result struct {
 	// ones the hooks saw, by sequence number.
 	PoisonExpected int
 	Poison         map[string]string
-	Failures       []esm.FailureRecord
-	Verify         *ops.Report
-	Oracle         []Mismatch
+	// Touched names, by sequence number, the records of items an application-class case
+	// touched (Faults.Application), with the cases: what an on-failure record was.
+	Touched  map[string]string
+	Failures []esm.FailureRecord
+	Verify   *ops.Report
+	Oracle   []Mismatch
 }
 
 // Run provisions the table, starts the event source mapping emulator over its stream with
@@ -109,6 +113,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	margin := 50 * time.Millisecond
 	sink := &emfSink{}
 	hooks := newHooks(cfg.Faults, cfg.Seed, budget, counts)
+	if cfg.Faults.Application {
+		hooks.cases = plan.Model.Cases
+	}
 	p, err := StartPipeline(ctx, PipelineConfig{
 		Endpoint: cfg.Endpoint, Table: cfg.Table, RulesPath: cfg.RulesPath, Logger: cfg.Logger, Metrics: sink,
 		// Small pages and one inline page: renames go through fan-out jobs under faults too.
@@ -153,7 +160,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	t0 := time.Now()
-	if err := workload.Write(ctx, db, cfg.Table, plan.Ops, cfg.Workers, func() { written.Add(1) }); err != nil {
+	app := newAppWriter(db, counts)
+	if err := workload.Write(ctx, app, cfg.Table, plan.Ops, cfg.Workers, func() { written.Add(1) }); err != nil {
 		_ = p.Close()
 		return res, err
 	}
@@ -173,7 +181,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Mapping = m.Stats()
 	res.Function = sink.stats()
 	res.Injected = counts.snapshot()
+	res.Injected.Application = plan.Application
 	res.Poison = hooks.Poison()
+	res.Touched = map[string]string{}
+	for seq, k := range hooks.Touched() {
+		res.Touched[seq] = k.PK + " " + k.SK + " [application: " + strings.Join(plan.Model.Cases(k), "; ") + "]"
+	}
 	if res.Failures, err = ReadFailures(cfg.OnFailureDir); err != nil {
 		return res, err
 	}
@@ -200,17 +213,11 @@ func (r *Result) Problems() []string {
 	if r.Verify != nil && !r.Verify.Clean() {
 		out = append(out, fmt.Sprintf("verify: drift %d, problems %d", r.Verify.Drift, r.Verify.Problems))
 	}
-	for i, m := range r.Oracle {
-		if i == 20 {
-			out = append(out, fmt.Sprintf("oracle: ... %d more", len(r.Oracle)-20))
-			break
-		}
-		out = append(out, "oracle: "+m.String())
-	}
+	out = append(out, oracleProblems(r.Oracle)...)
 	if len(r.Poison) != r.PoisonExpected {
 		out = append(out, fmt.Sprintf("poison: the hooks saw %d poison records, the workload has %d", len(r.Poison), r.PoisonExpected))
 	}
-	out = append(out, CheckFailures(r.Failures, r.Poison)...)
+	out = append(out, checkFailures(r.Failures, r.Poison, r.Touched)...)
 	if int(r.Mapping.OnFailure) != len(r.Poison) {
 		out = append(out, fmt.Sprintf("on-failure: %d records discarded, want exactly the %d poison records", r.Mapping.OnFailure, len(r.Poison)))
 	}
@@ -220,13 +227,22 @@ func (r *Result) Problems() []string {
 // CheckFailures checks that the on-failure destination holds each poison record alone and
 // nothing else: no record behind a poison record was discarded with it.
 func CheckFailures(frs []esm.FailureRecord, poison map[string]string) []string {
+	return checkFailures(frs, poison, nil)
+}
+
+// checkFailures is CheckFailures naming the item of a record touched names.
+func checkFailures(frs []esm.FailureRecord, poison, touched map[string]string) []string {
 	var out []string
 	got := map[string]bool{}
 	for _, fr := range frs {
 		info := fr.DDBStreamBatchInfo
 		if _, ok := poison[info.StartSequenceNumber]; !ok || info.BatchSize != 1 || info.EndSequenceNumber != info.StartSequenceNumber {
-			out = append(out, fmt.Sprintf("on-failure: batch %s..%s (%d records, %s) is not one poison record",
-				info.StartSequenceNumber, info.EndSequenceNumber, info.BatchSize, fr.RequestContext.Condition))
+			msg := fmt.Sprintf("on-failure: batch %s..%s (%d records, %s) is not one poison record",
+				info.StartSequenceNumber, info.EndSequenceNumber, info.BatchSize, fr.RequestContext.Condition)
+			if item, ok := touched[info.StartSequenceNumber]; ok {
+				msg += ": its first record is of " + item
+			}
+			out = append(out, msg)
 			continue
 		}
 		got[info.StartSequenceNumber] = true
@@ -296,6 +312,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 		f.Records, f.Writes, f.WCU, f.DuplicatesSkipped, f.Retries, f.FanOutPages)
 	fmt.Fprintf(w, "faults injected       %d throttles, %d conflicts, %d crashes (%d lost writes), %d short deadlines (%d overran), %d lost responses, %d TTL records, %d poison records\n",
 		in.Throttles, in.Conflicts, in.Crashes, in.LostWrites, in.Timeouts, in.TimedOut, in.LostResponses, in.TTLRecords, in.Poisoned)
+	if in.Application.Total() > 0 {
+		fmt.Fprintf(w, "application writes    %s; %d re-puts carried Denorm's attributes read earlier\n", in.Application, in.StaleDenorm)
+	}
 	fmt.Fprintf(w, "failed invocations    %d (function errors and batch item failures)\n", mp.Failures)
 	fmt.Fprintf(w, "on-failure            %d records in %d files (%d poison records expected)\n", mp.OnFailure, len(r.Failures), r.PoisonExpected)
 	fmt.Fprintf(w, "duration              %s (writing %s, draining after the last write %s)\n",

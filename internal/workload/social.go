@@ -13,14 +13,15 @@ import (
 )
 
 // Op is one application write: a Put of Item, a Delete of Del, or an Update that sets the
-// attributes of Set on the item at Key. Ops of one phase may run in parallel; a phase
-// starts when the one before it is done.
+// attributes of Set on the item at Key and removes those named in Remove. Ops of one phase
+// may run in parallel; a phase starts when the one before it is done.
 type Op struct {
-	Phase string
-	Put   map[string]types.AttributeValue
-	Del   map[string]types.AttributeValue
-	Key   map[string]types.AttributeValue
-	Set   map[string]types.AttributeValue
+	Phase  string
+	Put    map[string]types.AttributeValue
+	Del    map[string]types.AttributeValue
+	Key    map[string]types.AttributeValue
+	Set    map[string]types.AttributeValue
+	Remove []string
 }
 
 // ItemKey returns the key of the item op writes.

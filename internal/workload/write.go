@@ -79,7 +79,7 @@ func fnv(s string) uint32 {
 }
 
 // Apply writes one op as an application would: PutItem, DeleteItem, or an UpdateItem that
-// sets op.Set on op.Key.
+// sets op.Set and removes op.Remove on op.Key.
 func Apply(ctx context.Context, db Writer, table string, op Op) error {
 	switch {
 	case op.Put != nil:
@@ -92,6 +92,9 @@ func Apply(ctx context.Context, db Writer, table string, op Op) error {
 	var ub expression.UpdateBuilder
 	for name, v := range op.Set {
 		ub = ub.Set(expression.Name(name), exprval.Of(v))
+	}
+	for _, name := range op.Remove {
+		ub = ub.Remove(expression.Name(name))
 	}
 	e, err := expression.NewBuilder().WithUpdate(ub).Build()
 	if err != nil {

@@ -30,6 +30,7 @@ func TestEachFaultAlone(t *testing.T) {
 		{"lost responses and bisection", chaos.Faults{LostResponse: 0.3}},
 		{"throttling and conflicts", chaos.Faults{Throttle: 0.15, Conflict: 0.3}},
 		{"poison and TTL", chaos.Faults{Poison: all.Poison, TTL: all.TTL}},
+		{"application writes", chaos.Faults{Application: all.Application}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

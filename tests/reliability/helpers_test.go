@@ -48,6 +48,15 @@ func run(t *testing.T, cfg chaos.Config) *chaos.Result {
 	}
 	// Applications replace items with PutItem and move comments between authors.
 	cfg.Workload = chaos.Options{PutOverCopies: true, Relink: true}
+	// With the application class comments also lose and regain their author keys: the
+	// social rules with Comment's gsi1 keys declared sparse.
+	if cfg.Faults.Application && cfg.RulesPath == rulesPath {
+		path, err := chaos.WriteSparseComments(rulesPath, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.RulesPath, cfg.Workload.SparseComments = path, true
+	}
 	res, err := chaos.Run(context.Background(), cfg)
 	if res != nil {
 		var buf bytes.Buffer
