@@ -334,7 +334,9 @@ func TestOracleApplication(t *testing.T) {
 // item is asked whether it is a source linked to it.
 func TestOracleAgreesWithBruteForce(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
-		p := Generate(seed, 2500, Everything(), Options{PutOverCopies: true, Relink: true, SparseComments: seed != 3})
+		f := Everything()
+		f.Application = true
+		p := Generate(seed, 2500, f, Options{PutOverCopies: true, Relink: true, SparseComments: seed != 3})
 		o := &oracle{m: p.Model}
 		o.expect()
 		type item struct {

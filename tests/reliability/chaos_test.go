@@ -30,13 +30,34 @@ func TestEachFaultAlone(t *testing.T) {
 		{"lost responses and bisection", chaos.Faults{LostResponse: 0.3}},
 		{"throttling and conflicts", chaos.Faults{Throttle: 0.15, Conflict: 0.3}},
 		{"poison and TTL", chaos.Faults{Poison: all.Poison, TTL: all.TTL}},
-		{"application writes", chaos.Faults{Application: all.Application}},
+		{"application writes", chaos.Faults{Application: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			run(t, chaos.Config{Seed: 10, Ops: 350, Faults: tc.f, BatchSize: 25})
 		})
 	}
+}
+
+// Known bug, open in issue 14: the application class together with redelivery (every
+// batch delivered twice, crashes, lost responses) drifts on same-partition (watermark)
+// targets in about 3 runs of 5 (seeds 1-5, 2026-11-23):
+//   - a batch parked for a missing target, the target created by the application, the
+//     batch delivered again before the target's INSERT is processed: the deltas land on
+//     the target directly and again through the fold (over-count);
+//   - a batch applied to a target, the application replacing the target (dropping or
+//     writing back a stale _dn_wm), the batch delivered again: its deltas count twice
+//     (over-count; docs/processor.md, "Known limit");
+//   - under-counts on folders and groups re-Put with wrong counters, not explained yet.
+//
+// Skipped unless DENORM_KNOWN_BUGS=1.
+func TestApplicationUnderRedelivery(t *testing.T) {
+	if os.Getenv("DENORM_KNOWN_BUGS") != "1" {
+		t.Skip("known bug (issue 14): set DENORM_KNOWN_BUGS=1 to reproduce")
+	}
+	f := chaos.Everything()
+	f.Application = true
+	run(t, chaos.Config{Seed: envUint("DENORM_CHAOS_SEED", 3), Ops: 1500, Faults: f, BatchSize: 50})
 }
 
 // TestSoak is `make soak`: DENORM_SOAK_OPS operations (skipped when unset) with every
