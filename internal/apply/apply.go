@@ -118,7 +118,7 @@ func (x *Executor) Apply(ctx context.Context, b *plan.Batch) Result {
 		r.fail(rec, err)
 	}
 	// Folds run after the deltas: a park written by this batch is then moved too.
-	r.parallel(len(b.Folds), func(i int) (int, error) { return b.Folds[i].Rec, r.fold(b.Folds[i].Target) })
+	r.folds(b.Folds)
 	return Result{Failed: r.failed, Err: r.err, Stats: r.stats}
 }
 

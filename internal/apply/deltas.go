@@ -28,19 +28,40 @@ const MarkerPrefix = rules.ReservedPrefix + "#m#"
 // them, even when they sum to zero. A replayed record is at or below the watermark and is
 // left out. A missing target gets its create-rule deltas (which create it, the rest with
 // them) or, when none would create it, has the deltas parked until it appears.
+//
+// A group that restores a target the application replaced (Entry.Replaced) first expects
+// the target to be as the application left it. If Denorm wrote it since, those writes
+// applied records before the replacement again (a batch redelivered after the application's
+// write, its watermark gone): the ones the old watermark covers were counted already, and
+// the restore takes them back out (compensate).
 func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 	wm := ""
 	create := false // the target is missing and a delta creates it
-	for attempt := 0; attempt < 4; attempt++ {
-		attrs, minSeq, maxSeq, _ := t.Sum(wm)
+	rep, repSeq := replacement(t)
+	var expect *string // the watermark the target must hold ("" absent); nil: any below minSeq
+	if rep != nil {
+		expect = &rep.NewWM
+	}
+	var adjust map[string]plan.Number // per attribute, taken out of the restore
+	for attempt := 0; attempt < 5; attempt++ {
+		raw, minSeq, maxSeq, _ := t.Sum(wm)
 		rec := firstRec(t, wm)
-		if maxSeq == "" || len(attrs) == 0 {
+		if maxSeq == "" || len(raw) == 0 {
 			return -1, nil // every record is at or below the watermark
 		}
-		zero := allZero(mergeAttrs(attrs))
+		if rep != nil && record.CompareSeq(repSeq, minSeq) < 0 {
+			rep, expect, adjust = nil, nil, nil // the restore itself is applied already
+		}
+		attrs := mergeAttrs(raw)
+		for i := range attrs {
+			if d, ok := adjust[attrs[i].Attribute]; ok {
+				attrs[i].Amount = attrs[i].Amount.Sub(d)
+			}
+		}
+		zero := allZero(attrs)
 		// Until it is found missing, the target must exist; a zero net never creates it.
 		err := r.updateCounters(r.x.key(t.Target), "updating counters on "+t.Target.PK+" "+t.Target.SK,
-			mergeAttrs(attrs), minSeq, maxSeq, !create || zero)
+			attrs, minSeq, maxSeq, !create || zero, expect, true)
 		cf, ok := isCondFailed(err)
 		if !ok {
 			return rec, err
@@ -51,25 +72,107 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 			if zero {
 				return -1, nil
 			}
-			if !create && anyCreate(attrs) {
+			if !create && anyCreate(raw) {
 				create = true
 				continue
 			}
 			return rec, r.parkWatermarked(t, wm)
 		}
 		cur, _ := cf.Item[WatermarkAttr].(*types.AttributeValueMemberN)
-		if cur == nil {
-			return rec, fmt.Errorf("counter update on %s %s failed its condition without a watermark", t.Target.PK, t.Target.SK)
+		if cur != nil && record.CompareSeq(cur.Value, minSeq) >= 0 {
+			r.count(func(s *Stats) { s.Duplicates++ })
+			wm = cur.Value
+			continue
 		}
-		r.count(func(s *Stats) { s.Duplicates++ })
-		wm = cur.Value
+		if rep == nil || expect == nil {
+			return rec, fmt.Errorf("counter update on %s %s failed its condition with watermark %v below %s", t.Target.PK, t.Target.SK, cur, minSeq)
+		}
+		// Denorm wrote the replaced target before this restore: find what it applied again.
+		adjust = r.compensation(t, rep, cf.Item)
+		now := ""
+		if cur != nil {
+			now = cur.Value
+		}
+		expect = &now
 	}
 	return firstRec(t, wm), fmt.Errorf("counter update on %s %s: watermark kept moving", t.Target.PK, t.Target.SK)
 }
 
+// replacement returns the group's restore of an application's write, when it has exactly
+// one (two replacements in one batch are restored without the check).
+func replacement(t *plan.TargetDeltas) (*plan.Replacement, string) {
+	var rep *plan.Replacement
+	seq := ""
+	for _, e := range t.Entries {
+		if e.Replaced == nil {
+			continue
+		}
+		if seq != "" && seq != e.Seq {
+			return nil, ""
+		}
+		rep, seq = e.Replaced, e.Seq
+	}
+	return rep, seq
+}
+
+// compensation is what Denorm's writes since the application's replacement applied again,
+// per attribute: those writes applied the records from the first one after the
+// replacement (`_dn_wf` when the write dropped the watermark, else just above the watermark
+// it left) up to the current watermark. The old watermark covers records that were counted
+// before the replacement. All of them covered: everything they added is taken out. None:
+// nothing is. Some (the writes straddle the old watermark): which ones cannot be told; it is
+// counted as an ambiguous restore and nothing is taken out.
+func (r *run) compensation(t *plan.TargetDeltas, rep *plan.Replacement, item map[string]types.AttributeValue) map[string]plan.Number {
+	cur := seqAttr(item[WatermarkAttr])
+	from := rep.NewWM // exclusive
+	if from == "" {
+		from = seqAttr(item[rules.FirstAttr]) // inclusive
+		if from != "" && rep.OldWM != "" && record.CompareSeq(from, rep.OldWM) > 0 {
+			return nil // every record since is new
+		}
+	} else if rep.OldWM != "" && record.CompareSeq(from, rep.OldWM) >= 0 {
+		return nil
+	}
+	if rep.OldWM == "" {
+		return nil // nothing was counted before the replacement
+	}
+	if cur != "" && record.CompareSeq(cur, rep.OldWM) > 0 {
+		r.count(func(s *Stats) { s.AmbiguousRestores++ })
+		r.x.opt.Logger.Warn("restore of a replaced counter target: Denorm's writes since the replacement straddle its old watermark; verify this target",
+			"pk", t.Target.PK, "sk", t.Target.SK, "oldWatermark", rep.OldWM, "watermark", cur)
+		return nil
+	}
+	out := map[string]plan.Number{}
+	for _, e := range t.Entries {
+		if e.Replaced == nil {
+			continue
+		}
+		a := e.Rule.Agg.Attribute
+		n := plan.Int(0)
+		if v, ok := item[a].(*types.AttributeValueMemberN); ok {
+			if x, err := plan.ParseNumber(v.Value); err == nil {
+				n = x
+			}
+		}
+		out[a] = n.Sub(e.Replaced.New)
+	}
+	r.count(func(s *Stats) { s.Compensated++ })
+	return out
+}
+
+func seqAttr(v types.AttributeValue) string {
+	if n, ok := v.(*types.AttributeValueMemberN); ok {
+		return n.Value
+	}
+	return ""
+}
+
 // updateCounters ADDs attrs to the item at key and advances its watermark to maxSeq, on
-// condition that the watermark is below minSeq (and, with needExists, that the item exists).
-func (r *run) updateCounters(key map[string]types.AttributeValue, what string, attrs []plan.AttrAmount, minSeq, maxSeq string, needExists bool) error {
+// condition that the watermark is below minSeq (and, with needExists, that the item exists;
+// with expect, that the watermark is exactly that, "" for absent). On a target (first)
+// it records the first sequence number applied since the item was written by the
+// application, which a later restore or fold needs.
+func (r *run) updateCounters(key map[string]types.AttributeValue, what string, attrs []plan.AttrAmount, minSeq, maxSeq string, needExists bool, expect *string, first bool) error {
 	x := r.x
 	var ub expression.UpdateBuilder
 	for _, a := range attrs {
@@ -78,8 +181,18 @@ func (r *run) updateCounters(key map[string]types.AttributeValue, what string, a
 		}
 	}
 	ub = ub.Set(expression.Name(WatermarkAttr), num(record.NormSeq(maxSeq)))
+	if first {
+		ub = ub.Set(expression.Name(rules.FirstAttr), expression.IfNotExists(expression.Name(rules.FirstAttr), num(record.NormSeq(minSeq))))
+	}
 	cond := expression.AttributeNotExists(expression.Name(WatermarkAttr)).
 		Or(expression.Name(WatermarkAttr).LessThan(num(record.NormSeq(minSeq))))
+	if expect != nil {
+		if *expect == "" {
+			cond = expression.AttributeNotExists(expression.Name(WatermarkAttr))
+		} else {
+			cond = cond.And(expression.Name(WatermarkAttr).Equal(num(*expect)))
+		}
+	}
 	if needExists {
 		cond = cond.And(exists(x.set.Table.PartitionKey))
 	}
@@ -100,34 +213,62 @@ func (r *run) updateCounters(key map[string]types.AttributeValue, what string, a
 	})
 }
 
-// parkWatermarked adds a missing target's deltas to its park item, guarded by the park's
-// own watermark: every record for a watermarked target comes from the target's partition,
-// so the park's records arrive in order too. The target's INSERT (later on the same shard)
-// folds the park into it.
+// parkWatermarked keeps a missing target's deltas in its park item, one attribute per
+// record (`_dn_pe_<seq>`, a map of attribute to amount): writing a record's entry again is
+// a no-op, so redelivery needs no guard, and the fold can leave out the records the target
+// itself received (a batch delivered again once the target existed).
 func (r *run) parkWatermarked(t *plan.TargetDeltas, wm string) error {
-	key := r.x.key(parkKey(t.Target))
-	for attempt := 0; attempt < 4; attempt++ {
-		attrs, minSeq, maxSeq, _ := t.Sum(wm)
-		attrs = mergeAttrs(attrs)
-		if maxSeq == "" || allZero(attrs) {
-			return nil
+	x := r.x
+	bySeq := map[string]map[string]plan.Number{}
+	var order []string
+	for _, e := range t.Entries {
+		if wm != "" && record.CompareSeq(e.Seq, wm) <= 0 {
+			continue
 		}
-		err := r.updateCounters(key, "parking counters of "+t.Target.PK+" "+t.Target.SK, attrs, minSeq, maxSeq, false)
-		cf, ok := isCondFailed(err)
-		if !ok {
-			if err == nil {
-				r.count(func(s *Stats) { s.Parked++ })
-			}
-			return err
+		m := bySeq[e.Seq]
+		if m == nil {
+			m = map[string]plan.Number{}
+			bySeq[e.Seq] = m
+			order = append(order, e.Seq)
 		}
-		cur, _ := cf.Item[WatermarkAttr].(*types.AttributeValueMemberN)
-		if cur == nil {
-			return fmt.Errorf("parking counters of %s %s: condition failed without a watermark", t.Target.PK, t.Target.SK)
-		}
-		r.count(func(s *Stats) { s.Duplicates++ })
-		wm = cur.Value
+		m[e.Rule.Agg.Attribute] = m[e.Rule.Agg.Attribute].Add(e.Amount)
 	}
-	return fmt.Errorf("parking counters of %s %s: watermark kept moving", t.Target.PK, t.Target.SK)
+	var ub expression.UpdateBuilder
+	n := 0
+	for _, seq := range order {
+		entry := map[string]types.AttributeValue{}
+		for a, amt := range bySeq[seq] {
+			if !amt.IsZero() {
+				entry[a] = &types.AttributeValueMemberN{Value: amt.String()}
+			}
+		}
+		if len(entry) == 0 {
+			continue
+		}
+		ub = ub.Set(expression.Name(rules.ParkEntryPrefix+record.NormSeq(seq)), expression.Value(&types.AttributeValueMemberM{Value: entry}))
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	ub = ub.Add(expression.Name(rules.WritesAttr), num("1"))
+	e, err := expression.NewBuilder().WithUpdate(ub).Build()
+	if err != nil {
+		return fmt.Errorf("building park: %w", err)
+	}
+	err = r.do("parking counters of "+t.Target.PK+" "+t.Target.SK, func(ctx context.Context) error {
+		out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(x.table), Key: x.key(parkKey(t.Target)),
+			UpdateExpression: e.Update(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		r.written(out, err)
+		return err
+	})
+	if err == nil {
+		r.count(func(s *Stats) { s.Parked++ })
+	}
+	return err
 }
 
 // parkKey is where a missing target's deltas wait for it.

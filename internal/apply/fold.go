@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,42 +13,60 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
 )
 
-// fold moves what was parked for target k while it was missing into k, now that it exists:
-// one consistent read of the park item, then one transaction that adds its amounts to the
-// target (which must exist) and deletes the park (which must be unchanged). Folding is
-// idempotent whatever record triggers it: a park is moved once, and a missing target keeps
-// it for the INSERT that re-creates it.
-func (r *run) fold(k plan.Key) error {
-	x := r.x
-	pk := x.key(parkKey(k))
+// errFoldDeferred: a fold waits for the records before it to be applied.
+var errFoldDeferred = errors.New("fold deferred until the records before it are applied")
+
+// folds moves, for every target that appeared in the batch, what was parked for it while it
+// was missing. A fold may raise the target's watermark over the parked records, so it runs
+// only once every record before its INSERT is applied; otherwise it fails at its INSERT,
+// which is then delivered again.
+func (r *run) folds(fs []plan.FoldGroup) {
+	r.mu.Lock()
+	failed := r.failed
+	r.mu.Unlock()
+	r.parallel(len(fs), func(i int) (int, error) {
+		if failed >= 0 && fs[i].Rec > failed {
+			return -1, nil // delivered again from the failed record, this INSERT with it
+		}
+		if failed >= 0 {
+			return fs[i].Rec, errFoldDeferred
+		}
+		return fs[i].Rec, r.fold(&fs[i])
+	})
+}
+
+// fold moves what was parked for target g.Target into it: one consistent read of the park
+// item (and, for same-partition parks, of the target), then one transaction that adds the
+// parked amounts to the target (which must exist) and removes them from the park (which must
+// be unchanged). Marker-mode parks hold sums, safe to move once each. Same-partition parks
+// hold one entry per record: entries the target received itself (a batch delivered again
+// once the target existed: its watermark range [_dn_wf, _dn_wm] covers them) are dropped,
+// not added, and the target's watermark is raised over the entries moved, so a later
+// redelivery of them is a duplicate. Entries of records after g's INSERT stay.
+func (r *run) fold(g *plan.FoldGroup) error {
+	k := g.Target
 	for attempt := 0; attempt < 4; attempt++ {
-		var park map[string]types.AttributeValue
-		err := r.do("reading the park of "+k.PK+" "+k.SK, func(ctx context.Context) error {
-			out, err := x.api.GetItem(ctx, &dynamodb.GetItemInput{
-				TableName: aws.String(x.table), Key: pk, ConsistentRead: aws.Bool(true),
-				ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-			})
-			if out != nil {
-				r.consumed(false, out.ConsumedCapacity)
-				park = out.Item
-			} else {
-				r.consumed(false)
-			}
-			return err
-		})
+		park, err := r.consistentGet("reading the park of "+k.PK+" "+k.SK, parkKey(k))
 		if err != nil || len(park) == 0 {
 			return err
 		}
-		items, err := r.foldItems(k, park)
-		if err != nil {
+		var target map[string]types.AttributeValue
+		if hasEntries(park) {
+			if target, err = r.consistentGet("reading "+k.PK+" "+k.SK+" to fold its park", k); err != nil || len(target) == 0 {
+				return err // missing again: its re-creation folds the park
+			}
+		}
+		items, err := r.foldItems(g, park, target)
+		if err != nil || len(items) == 0 {
 			return err
 		}
 		var cancel *types.TransactionCanceledException
 		err = r.do("folding the park into "+k.PK+" "+k.SK, func(ctx context.Context) error {
-			out, err := x.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+			out, err := r.x.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 				TransactItems: items, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 			})
 			if out != nil {
@@ -65,42 +84,114 @@ func (r *run) fold(k plan.Key) error {
 		if !errors.As(err, &cancel) || retryable(err) {
 			return err
 		}
-		if len(items) == 2 && len(cancel.CancellationReasons) > 0 && code(cancel.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
-			return nil // the target is gone again: its re-creation folds the park
-		}
-		// The park changed between the read and the write: read it again.
+		// The target went missing or was written, or the park changed, since the reads:
+		// read them again.
 	}
 	return fmt.Errorf("folding the park into %s %s: it kept changing", k.PK, k.SK)
 }
 
-// foldItems is the transaction that moves park into target k: the target's ADDs (when the
-// park holds a non-zero amount) and the park's conditional delete.
-func (r *run) foldItems(k plan.Key, park map[string]types.AttributeValue) ([]types.TransactWriteItem, error) {
+func (r *run) consistentGet(what string, k plan.Key) (map[string]types.AttributeValue, error) {
+	var item map[string]types.AttributeValue
+	err := r.do(what, func(ctx context.Context) error {
+		out, err := r.x.api.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String(r.x.table), Key: r.x.key(k), ConsistentRead: aws.Bool(true),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		if out != nil {
+			r.consumed(false, out.ConsumedCapacity)
+			item = out.Item
+		} else {
+			r.consumed(false)
+		}
+		return err
+	})
+	return item, err
+}
+
+func hasEntries(park map[string]types.AttributeValue) bool {
+	for name := range park {
+		if strings.HasPrefix(name, rules.ParkEntryPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// foldItems is the transaction that moves park into g's target: the target's update and
+// the park's delete (everything moved) or update (entries of later records stay).
+func (r *run) foldItems(g *plan.FoldGroup, park, target map[string]types.AttributeValue) ([]types.TransactWriteItem, error) {
 	x := r.x
 	spec := x.set.Table
+	k := g.Target
+	sums := map[string]plan.Number{}
+	var consumed []string
+	kept := 0
+	wmT, wfT := seqAttr(target[WatermarkAttr]), seqAttr(target[rules.FirstAttr])
+	maxMoved, minAdded := "", ""
+	names := make([]string, 0, len(park))
+	for name := range park {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := park[name]
+		if seq, ok := strings.CutPrefix(name, rules.ParkEntryPrefix); ok {
+			m, _ := v.(*types.AttributeValueMemberM)
+			if m == nil || record.CompareSeq(seq, g.Seq) >= 0 {
+				kept++
+				continue
+			}
+			consumed = append(consumed, name)
+			if maxMoved == "" || record.CompareSeq(seq, maxMoved) > 0 {
+				maxMoved = seq
+			}
+			if wmT != "" && record.CompareSeq(seq, wmT) <= 0 && (wfT == "" || record.CompareSeq(seq, wfT) >= 0) {
+				continue // the target received this record itself
+			}
+			if minAdded == "" || record.CompareSeq(seq, minAdded) < 0 {
+				minAdded = seq
+			}
+			for a, av := range m.Value {
+				addNumber(sums, a, av)
+			}
+			continue
+		}
+		if name == spec.PartitionKey || name == spec.SortKey || name == spec.TTLAttribute || strings.HasPrefix(name, rules.ReservedPrefix) {
+			continue
+		}
+		if addNumber(sums, name, v) {
+			consumed = append(consumed, name)
+		}
+	}
+	if len(consumed) == 0 {
+		return nil, nil
+	}
 	var items []types.TransactWriteItem
 	var ub expression.UpdateBuilder
-	n := 0
-	for name, v := range park {
-		nv, ok := v.(*types.AttributeValueMemberN)
-		if !ok || name == spec.PartitionKey || name == spec.SortKey || name == spec.TTLAttribute || strings.HasPrefix(name, rules.ReservedPrefix) {
-			continue
+	touch := false
+	for _, a := range sortedKeys(sums) {
+		if n := sums[a]; !n.IsZero() {
+			ub = ub.Add(expression.Name(a), num(n.String()))
+			touch = true
 		}
-		if amt, err := plan.ParseNumber(nv.Value); err != nil || amt.IsZero() {
-			continue
+	}
+	cond := exists(spec.PartitionKey)
+	if target != nil {
+		// Same-partition entries: the target must be as read, and its watermark covers
+		// what was moved.
+		cond = cond.And(unchangedAttr(WatermarkAttr, target)).And(unchangedAttr(rules.FirstAttr, target))
+		if maxMoved != "" && (wmT == "" || record.CompareSeq(maxMoved, wmT) > 0) {
+			ub = ub.Set(expression.Name(WatermarkAttr), num(record.NormSeq(maxMoved)))
+			touch = true
 		}
-		ub = ub.Add(expression.Name(name), num(nv.Value))
-		n++
+		if minAdded != "" && (wfT == "" || record.CompareSeq(minAdded, wfT) < 0) {
+			ub = ub.Set(expression.Name(rules.FirstAttr), num(record.NormSeq(minAdded)))
+			touch = true
+		}
 	}
-	if wm, ok := park[rules.WatermarkAttr]; ok {
-		// A same-partition park's records all precede the target's own watermark, if it has
-		// one; if it has none, the park's keeps a redelivered record from counting twice.
-		ub = ub.Set(expression.Name(rules.WatermarkAttr), expression.IfNotExists(expression.Name(rules.WatermarkAttr), expression.Value(wm)))
-		n++
-	}
-	if n > 0 {
+	if touch {
 		ub = ub.Add(expression.Name(rules.WritesAttr), num("1"))
-		e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(exists(spec.PartitionKey)).Build()
+		e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
 		if err != nil {
 			return nil, fmt.Errorf("building fold: %w", err)
 		}
@@ -110,18 +201,56 @@ func (r *run) foldItems(k plan.Key, park map[string]types.AttributeValue) ([]typ
 			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		}})
 	}
-	// The park is deleted only as read: its watermark (same-partition parks) and its write
-	// count (parks written in transactions) say it did not change.
-	cond := unchangedAttr(rules.WatermarkAttr, park).And(unchangedAttr(rules.WritesAttr, park))
-	e, err := expression.NewBuilder().WithCondition(cond).Build()
+	// The park is changed only as read: its write count says nothing was added since.
+	pc := unchangedAttr(rules.WritesAttr, park)
+	if kept == 0 {
+		e, err := expression.NewBuilder().WithCondition(pc).Build()
+		if err != nil {
+			return nil, fmt.Errorf("building fold: %w", err)
+		}
+		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
+			TableName: aws.String(x.table), Key: x.key(parkKey(k)),
+			ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		}})
+		return items, nil
+	}
+	var rb expression.UpdateBuilder
+	for _, name := range consumed {
+		rb = rb.Remove(expression.Name(name))
+	}
+	e, err := expression.NewBuilder().WithUpdate(rb).WithCondition(pc).Build()
 	if err != nil {
 		return nil, fmt.Errorf("building fold: %w", err)
 	}
-	items = append(items, types.TransactWriteItem{Delete: &types.Delete{
+	items = append(items, types.TransactWriteItem{Update: &types.Update{
 		TableName: aws.String(x.table), Key: x.key(parkKey(k)),
-		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 	}})
 	return items, nil
+}
+
+// addNumber adds a number attribute value to sums[name]; false when v is not a number.
+func addNumber(sums map[string]plan.Number, name string, v types.AttributeValue) bool {
+	nv, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		return false
+	}
+	n, err := plan.ParseNumber(nv.Value)
+	if err != nil {
+		return false
+	}
+	sums[name] = sums[name].Add(n)
+	return true
+}
+
+func sortedKeys(m map[string]plan.Number) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // unchangedAttr is the condition that attribute name still holds what item holds (or is

@@ -22,6 +22,10 @@ type Stats struct {
 	Pulls         int     // targets filled from their source
 	Parked        int     // delta groups parked for a missing target (it gets them when it appears)
 	Folded        int     // parks moved into a target that appeared
+	Compensated   int     // restores that took out deltas applied again after the application's write
+	// AmbiguousRestores: restores after which Denorm cannot tell which of its writes since
+	// the application's replacement were repeats; logged, the target is left to verify.
+	AmbiguousRestores int
 }
 
 // Add adds o to s.
@@ -44,6 +48,8 @@ func (s *Stats) Add(o Stats) {
 	s.Pulls += o.Pulls
 	s.Parked += o.Parked
 	s.Folded += o.Folded
+	s.Compensated += o.Compensated
+	s.AmbiguousRestores += o.AmbiguousRestores
 }
 
 func (r *run) consumed(write bool, ccs ...*types.ConsumedCapacity) {

@@ -161,3 +161,56 @@ func TestRestoreCost(t *testing.T) {
 		e.check()
 	}
 }
+
+// A batch delivered again after the application changed its target in between: the
+// redelivery must not count twice, whatever the application did.
+//
+//   - parked: the batch's post did not exist (its deltas were parked), the application
+//     wrote the post, then the batch came again (it lands on the post directly) before
+//     the post's INSERT folds the park;
+//   - wiped, wrong, stale: the batch was applied, the application replaced the post with
+//     PutItem (dropping the counters and _dn_wm, writing a wrong count, or writing back
+//     the whole item as read before the batch), then the batch came again.
+func TestRedeliveredAfterTheApplicationWroteTheTarget(t *testing.T) {
+	comment := func(e *env, id string) {
+		e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#" + id, "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#" + id, "likes": "3", "status": "visible"})
+	}
+	for _, tc := range []string{"parked", "wiped", "wrong", "stale"} {
+		t.Run(tc, func(t *testing.T) {
+			e := newEnv(t, apply.Options{})
+			e.api.failAfter = -1
+			e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ada"})
+			if tc != "parked" {
+				e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+				comment(e, "c0")
+			}
+			e.drain(100, e.lambdaLike)
+			var read map[string]types.AttributeValue
+			if tc == "stale" {
+				out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &e.table, ConsistentRead: aws.Bool(true),
+					Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "POST#p1"}, "sk": &types.AttributeValueMemberS{Value: "METADATA"}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				read = out.Item
+			}
+			comment(e, "c1")
+			comment(e, "c2")
+			batch := e.records()
+			e.lambdaLike(batch)
+			switch tc {
+			case "parked", "wiped":
+				e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+			case "wrong":
+				e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1", "commentCount": "9", "likeTotal": "40"})
+			case "stale":
+				if _, err := e.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &e.table, Item: read}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.lambdaLike(batch) // delivered again
+			e.drain(100, e.lambdaLike)
+			e.check()
+		})
+	}
+}

@@ -28,10 +28,12 @@ type Batch struct {
 	Folds []FoldGroup
 }
 
-// FoldGroup is a target that appeared in record Rec.
+// FoldGroup is a target that appeared in record Rec, whose sequence number is Seq: deltas
+// parked for records before it are moved into it.
 type FoldGroup struct {
 	Target Key
 	Rec    int
+	Seq    string
 }
 
 // WriteGroup is the newest Write for one (rule, target).
@@ -65,6 +67,8 @@ type Entry struct {
 	Rule    *rules.CompiledRule
 	Amount  Number
 	Restore bool // never creates the target
+	// Replaced: the application's write this restore undoes (see Delta.Replaced).
+	Replaced *Replacement
 }
 
 // TargetDeltas are the watermark-guarded deltas of one target, in record order.
@@ -154,7 +158,7 @@ func Coalesce(recs []RecordPlan) *Batch {
 		for _, k := range rp.Folds {
 			if _, ok := folds[k]; !ok {
 				folds[k] = len(b.Folds)
-				b.Folds = append(b.Folds, FoldGroup{Target: k, Rec: i})
+				b.Folds = append(b.Folds, FoldGroup{Target: k, Rec: i, Seq: rp.Seq})
 			}
 		}
 		var ev *EventDeltas
@@ -167,7 +171,7 @@ func Coalesce(recs []RecordPlan) *Batch {
 					wm[d.Target] = j
 					b.Watermarked = append(b.Watermarked, TargetDeltas{Target: d.Target})
 				}
-				b.Watermarked[j].Entries = append(b.Watermarked[j].Entries, Entry{Rec: i, Seq: rp.Seq, Rule: d.Rule, Amount: d.Amount, Restore: d.Restore})
+				b.Watermarked[j].Entries = append(b.Watermarked[j].Entries, Entry{Rec: i, Seq: rp.Seq, Rule: d.Rule, Amount: d.Amount, Restore: d.Restore, Replaced: d.Replaced})
 				continue
 			}
 			if ev == nil {

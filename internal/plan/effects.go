@@ -28,6 +28,16 @@ type Delta struct {
 	// aggregate attribute (a PutItem that dropped a counter, a delete of the target): it
 	// never creates the target; a missing target parks it until the target appears.
 	Restore bool
+	// Replaced is set on the restore delta of an application's MODIFY of a watermarked
+	// target: what the write left, so the executor can tell deltas that were applied again
+	// after it (a batch redelivered between the write and its record) from new ones.
+	Replaced *Replacement
+}
+
+// Replacement is what a restore delta knows of the application's write it undoes.
+type Replacement struct {
+	OldWM, NewWM string // the target's watermark before and after the write ("" when absent)
+	New          Number // the value the write left in the delta's attribute
 }
 
 // Write is a version-guarded write of one target found by key: a copy (Set/Remove), a

@@ -54,27 +54,42 @@ func (e *eval) target() {
 		if len(aggs) == 0 || ownWrite(c.Old, c.New) {
 			return
 		}
-		self := e.key(e.newB, nil)
-		restored := false
+		changed := false
 		for _, r := range aggs {
 			a := r.Agg.Attribute
-			if d := numberOf(c.Old[a]).Sub(numberOf(c.New[a])); !d.IsZero() {
-				e.addDelta(Delta{Rule: r, Target: self, Amount: d, Restore: true})
-				restored = true
-			}
+			changed = changed || !numberOf(c.Old[a]).Sub(numberOf(c.New[a])).IsZero()
 		}
-		if restored || seqBelow(c.New[rules.WatermarkAttr], c.Old[rules.WatermarkAttr]) <= 0 {
+		// A dropped or lowered watermark needs setting again even when the counters are
+		// right, so a redelivered record cannot count twice.
+		wmDown := seqBelow(c.New[rules.WatermarkAttr], c.Old[rules.WatermarkAttr]) > 0
+		if !changed && !wmDown {
 			return
 		}
-		// The counters are right but the watermark was dropped or lowered: set it again
-		// (a zero delta advances it), so a redelivered record cannot count twice.
+		self := e.key(e.newB, nil)
+		oldWM, newWM := seqOf(c.Old[rules.WatermarkAttr]), seqOf(c.New[rules.WatermarkAttr])
 		for _, r := range aggs {
-			if r.Watermark {
-				e.addDelta(Delta{Rule: r, Target: self, Amount: Int(0), Restore: true})
-				return
+			a := r.Agg.Attribute
+			d := numberOf(c.Old[a]).Sub(numberOf(c.New[a]))
+			if !r.Watermark {
+				if !d.IsZero() {
+					e.addDelta(Delta{Rule: r, Target: self, Amount: d, Restore: true})
+				}
+				continue
 			}
+			// Every watermarked attribute gets one, zero or not: each carries what the
+			// write left, for the executor's check of deltas applied again since.
+			e.addDelta(Delta{Rule: r, Target: self, Amount: d, Restore: true,
+				Replaced: &Replacement{OldWM: oldWM, NewWM: newWM, New: numberOf(c.New[a])}})
 		}
 	}
+}
+
+// seqOf is a sequence number attribute's digits ("" when absent).
+func seqOf(v types.AttributeValue) string {
+	if n, ok := v.(*types.AttributeValueMemberN); ok {
+		return n.Value
+	}
+	return ""
 }
 
 // aggregatesInto returns the count and sum rules whose target is ent.

@@ -123,4 +123,11 @@ const (
 	// ParkPrefix starts the partition key of the item that holds a missing target's deltas
 	// until the target appears: ParkPrefix + target pk, with the target's sort key.
 	ParkPrefix = ReservedPrefix + "#p#"
+	// ParkEntryPrefix starts, on a park item, the attribute holding one record's deltas to a
+	// same-partition (watermarked) target: ParkEntryPrefix + the record's sequence number.
+	ParkEntryPrefix = ReservedPrefix + "_pe_"
+	// FirstAttr holds, on a watermarked target, the sequence number of the first record
+	// Denorm applied to it since the application last wrote it whole: with the watermark it
+	// bounds the records the target received itself.
+	FirstAttr = ReservedPrefix + "_wf"
 )
