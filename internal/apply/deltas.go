@@ -245,7 +245,7 @@ func (r *run) parkWatermarked(t *plan.TargetDeltas, wm string) error {
 		if len(entry) == 0 {
 			continue
 		}
-		ub = ub.Set(expression.Name(rules.ParkEntryPrefix+record.NormSeq(seq)), expression.Value(&types.AttributeValueMemberM{Value: entry}))
+		ub = ub.Set(expression.Name(rules.ParkEntryPrefix+record.NormSeq(seq)), val(&types.AttributeValueMemberM{Value: entry}))
 		n++
 	}
 	if n == 0 {

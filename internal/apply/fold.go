@@ -257,7 +257,7 @@ func sortedKeys(m map[string]plan.Number) []string {
 // still absent).
 func unchangedAttr(name string, item map[string]types.AttributeValue) expression.ConditionBuilder {
 	if v, ok := item[name]; ok {
-		return expression.Name(name).Equal(expression.Value(v))
+		return expression.Name(name).Equal(val(v))
 	}
 	return expression.AttributeNotExists(expression.Name(name))
 }

@@ -165,6 +165,8 @@ func TestRestoreCost(t *testing.T) {
 // A batch delivered again after the application changed its target in between: the
 // redelivery must not count twice, whatever the application did.
 //
+//   - parked once: the batch's post did not exist, then the application wrote it: the
+//     post's INSERT folds the parked deltas in;
 //   - parked: the batch's post did not exist (its deltas were parked), the application
 //     wrote the post, then the batch came again (it lands on the post directly) before
 //     the post's INSERT folds the park;
@@ -175,12 +177,12 @@ func TestRedeliveredAfterTheApplicationWroteTheTarget(t *testing.T) {
 	comment := func(e *env, id string) {
 		e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#" + id, "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#" + id, "likes": "3", "status": "visible"})
 	}
-	for _, tc := range []string{"parked", "wiped", "wrong", "stale"} {
+	for _, tc := range []string{"parked once", "parked", "wiped", "wrong", "stale"} {
 		t.Run(tc, func(t *testing.T) {
 			e := newEnv(t, apply.Options{})
 			e.api.failAfter = -1
 			e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ada"})
-			if tc != "parked" {
+			if tc != "parked" && tc != "parked once" {
 				e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
 				comment(e, "c0")
 			}
@@ -199,6 +201,11 @@ func TestRedeliveredAfterTheApplicationWroteTheTarget(t *testing.T) {
 			batch := e.records()
 			e.lambdaLike(batch)
 			switch tc {
+			case "parked once": // no redelivery: the fold alone moves the parked deltas
+				e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+				e.drain(100, e.lambdaLike)
+				e.check()
+				return
 			case "parked", "wiped":
 				e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
 			case "wrong":
