@@ -13,9 +13,9 @@ require (
 	github.com/aws/smithy-go v1.28.8
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/schollz/progressbar/v3 v3.19.1
+	go.yaml.in/yaml/v4 v4.0.0
 	golang.org/x/term v0.44.0
 	gonum.org/v1/plot v0.15.2
-	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

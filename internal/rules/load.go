@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"sort"
-	"strconv"
+	"strings"
+	"unicode/utf8"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // Load reads the rules file at path and checks it: see Parse. A file that cannot be read
@@ -59,8 +59,8 @@ func Parse(path string, data []byte) (*File, error) {
 
 // parseYAML is stage 1: the document's root node, or nil with the syntax problem.
 func parseYAML(path string, data []byte) (root *yaml.Node, probs Problems) {
-	// yaml.v3 is third-party code fed arbitrary input; whatever it does, Parse must return
-	// a problem, not crash the Lambda or the CLI.
+	// The YAML parser is third-party code fed arbitrary input; whatever it does, Parse must
+	// return a problem, not crash the Lambda or the CLI.
 	defer func() {
 		if r := recover(); r != nil {
 			root, probs = nil, Problems{{File: path, Msg: fmt.Sprintf("cannot read the file as YAML: %v", r)}}
@@ -72,7 +72,7 @@ func parseYAML(path string, data []byte) (root *yaml.Node, probs Problems) {
 		if errors.Is(err, io.EOF) {
 			return nil, Problems{{File: path, Pos: Pos{1, 1}, Msg: "the file is empty: start it with `version: 1`, then entities and rules"}}
 		}
-		return nil, Problems{yamlProblem(path, err)}
+		return nil, Problems{yamlProblem(path, data, err)}
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
@@ -80,7 +80,7 @@ func parseYAML(path string, data []byte) (root *yaml.Node, probs Problems) {
 		probs = append(probs, Problem{File: path, Pos: Pos{next.Line, next.Column},
 			Msg: "a second YAML document follows '---': a rules file holds one document; move its content into the first"})
 	case !errors.Is(err, io.EOF):
-		probs = append(probs, yamlProblem(path, err))
+		probs = append(probs, yamlProblem(path, data, err))
 	}
 	if len(doc.Content) == 0 {
 		return nil, append(probs, Problem{File: path, Pos: Pos{1, 1}, Msg: "the file is empty: start it with `version: 1`, then entities and rules"})
@@ -88,19 +88,66 @@ func parseYAML(path string, data []byte) (root *yaml.Node, probs Problems) {
 	return doc.Content[0], probs
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// syntaxHint ends every YAML syntax problem: the mistakes behind most of them.
+const syntaxHint = " (check indentation, and quote values holding ': ' or starting with '{', '[' or '*')"
 
-// yamlProblem turns a yaml.v3 syntax error into a Problem. yaml.v3 reports the line only,
-// so the column is 1.
-func yamlProblem(path string, err error) Problem {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		if line, convErr := strconv.Atoi(m[1]); convErr == nil {
-			return Problem{File: path, Pos: Pos{line, 1}, Msg: "YAML syntax: " + m[2] +
-				" (check indentation, and quote values holding ': ' or starting with '{', '[' or '*')"}
-		}
+// yamlProblem turns a YAML syntax error into a Problem at the position the user must look
+// at. The parser notices an unclosed '[', '{' or quote where it gives up, often lines later;
+// its error also marks where that construct began, and there is the mistake. The parser has
+// no error codes: the construct is told by its stage and the character at that mark.
+func yamlProblem(path string, data []byte, err error) Problem {
+	var le *yaml.LoadError
+	if !errors.As(err, &le) {
+		return Problem{File: path, Msg: "YAML syntax: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
-	return Problem{File: path, Msg: "YAML syntax: " + msg}
+	at, ctx := markPos(le.Mark), markPos(le.ContextMark)
+	data = bytes.TrimPrefix(data, []byte("\uFEFF")) // marks do not count a byte order mark
+	opener := runeAt(data, ctx)
+	switch {
+	case le.Stage == yaml.ParserStage && opener == '[':
+		return Problem{File: path, Pos: ctx, Msg: fmt.Sprintf("YAML syntax: the list this '[' opens lacks a ',' or its closing ']' "+
+			"(expected at line %d, column %d); quote items holding ': '", at.Line, at.Col)}
+	case le.Stage == yaml.ParserStage && opener == '{':
+		return Problem{File: path, Pos: ctx, Msg: fmt.Sprintf("YAML syntax: the mapping this '{' opens lacks a ',' or its closing '}' "+
+			"(expected at line %d, column %d); a template such as {userId} must be quoted", at.Line, at.Col)}
+	case le.Stage == yaml.ScannerStage && (opener == '"' || opener == '\'') && le.Mark.Index >= utf8.RuneCount(data):
+		return Problem{File: path, Pos: ctx, Msg: fmt.Sprintf("YAML syntax: the quoted value this %c opens is not closed: the file ends before its closing %c", opener, opener)}
+	}
+	msg := "YAML syntax: " + le.Message
+	if ctx.Line > 0 && ctx != at && le.ContextMsg != "" {
+		msg += fmt.Sprintf(" %s at line %d, column %d", le.ContextMsg, ctx.Line, ctx.Col)
+	}
+	return Problem{File: path, Pos: at, Msg: msg + syntaxHint}
+}
+
+// markPos converts a parser mark (1-based; line 0 when unknown) to a Pos.
+func markPos(m yaml.Mark) Pos {
+	if m.Line <= 0 {
+		return Pos{}
+	}
+	return Pos{m.Line, max(m.Column, 1)}
+}
+
+// runeAt returns the character at p (columns count characters), or 0 if p is outside data.
+func runeAt(data []byte, p Pos) rune {
+	if p.Line <= 0 || p.Col <= 0 {
+		return 0
+	}
+	for range p.Line - 1 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return 0
+		}
+		data = data[i+1:]
+	}
+	for col := 1; len(data) > 0 && data[0] != '\n'; col++ {
+		r, n := utf8.DecodeRune(data)
+		if col == p.Col {
+			return r
+		}
+		data = data[n:]
+	}
+	return 0
 }
 
 // sortProblems puts problems in file order; problems without a position come first, and

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // maxNodeVisits bounds the work aliases can cause: a small file whose anchors are used
@@ -160,6 +160,14 @@ func (d *yamlDecoder) unknownField(e yamlEntry, ctx, what string, allowed []stri
 
 // suggest returns ` (did you mean "x"?)` for the option nearest to word, if one is close.
 func suggest(word string, options []string) string {
+	if best := nearest(word, options); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
+}
+
+// nearest returns the option spelled nearly as word, or "" if none is close.
+func nearest(word string, options []string) string {
 	best, bestD := "", 3
 	lw := strings.ToLower(word)
 	for _, o := range options {
@@ -173,10 +181,7 @@ func suggest(word string, options []string) string {
 			best, bestD = o, dist
 		}
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return best
 }
 
 func commonPrefix(a, b string) int {

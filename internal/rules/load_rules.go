@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // decodeRules reads the rules list. Every item becomes a Rule, even a malformed one, so that

@@ -87,6 +87,12 @@ func (rc ruleCheck) read(e *entityInfo, a string, at Pos, what string) {
 		return
 	}
 	known := sortedAttrs(e.has)
+	if k, t, ok := keyVarOf(e, a); ok {
+		// A variable shows in the key, but the stream record carries the key as one string.
+		rc.add(at, "%s: %s has no attribute %q: {%s} is part of its %s %q, and rules read attributes; declare %s in %s's attributes and store it on the items (it has: %s)",
+			what, e.e.Name, a, a, k, t.String(), a, e.e.Name, strings.Join(known, ", "))
+		return
+	}
 	rc.add(at, "%s: %s has no attribute %q%s; declare it in %s's attributes (it has: %s)",
 		what, e.e.Name, a, suggest(a, known), e.e.Name, strings.Join(known, ", "))
 }
@@ -179,8 +185,8 @@ func (rc ruleCheck) checkCopy(c *Copy) {
 func (rc ruleCheck) checkPullOnInsert(src, dst *entityInfo) {
 	spec := rc.v.f.Table
 	if tmpls, miss := gaps(src, []string{spec.PartitionKey, spec.SortKey}, dst.vars); len(miss) > 0 {
-		rc.add(rc.pos("copy.to", "copy"), "%s cannot supply %s of %s's %s, needed to fill a newly inserted %s from its %s (pull on insert): add %s to %s's attributes or keys",
-			dst.e.Name, setList(miss), src.e.Name, tmpls, dst.e.Name, src.e.Name, strings.Join(miss, ", "), dst.e.Name)
+		rc.add(rc.pos("copy.to", "copy"), "%s cannot supply %s of %s's %s, needed to fill a newly inserted %s from its %s (pull on insert): %sadd %s to %s's attributes or keys (%s)",
+			dst.e.Name, setList(miss), src.e.Name, tmpls, dst.e.Name, src.e.Name, renameOr(src, dst, miss), strings.Join(miss, ", "), dst.e.Name, hasVars(dst))
 	}
 }
 
@@ -236,8 +242,8 @@ func (rc ruleCheck) checkMirror(m *Mirror) {
 	}
 	// A mirror item is created from its source, so the source renders every key it has.
 	if tmpls, miss := gaps(dst, keyOrder(dst.e), src.vars); len(miss) > 0 {
-		rc.add(rc.pos("mirror.to", "mirror"), "%s's %s %s, which %s does not have: mirror keys are rendered from the source; add %s to %s's attributes",
-			dst.e.Name, needs(tmpls), setList(miss), src.e.Name, strings.Join(miss, ", "), src.e.Name)
+		rc.add(rc.pos("mirror.to", "mirror"), "%s's %s %s, which %s does not have: mirror keys are rendered from the source; %sadd %s to %s's attributes (%s)",
+			dst.e.Name, needs(tmpls), setList(miss), src.e.Name, renameOr(dst, src, miss), strings.Join(miss, ", "), src.e.Name, hasVars(src))
 	}
 }
 
@@ -290,8 +296,8 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 		}
 	}
 	if tmpls, miss := gaps(into, pksk, of.vars); len(miss) > 0 {
-		rc.add(rc.pos(k+".into", k), "%s's %s %s, which %s does not have: each %s must name the %s it adds to; add %s to %s's attributes",
-			into.e.Name, needs(tmpls), setList(miss), of.e.Name, of.e.Name, into.e.Name, strings.Join(miss, ", "), of.e.Name)
+		rc.add(rc.pos(k+".into", k), "%s's %s %s, which %s does not have: each %s must name the %s it adds to; %sadd %s to %s's attributes (%s)",
+			into.e.Name, needs(tmpls), setList(miss), of.e.Name, of.e.Name, into.e.Name, renameOr(into, of, miss), strings.Join(miss, ", "), of.e.Name, hasVars(of))
 	}
 }
 

@@ -363,6 +363,78 @@ rules:
 	})
 }
 
+// A variable one entity names differently from another is a rename, and the message says
+// which name the other uses and what the entity can fill variables from.
+func TestValidateVariableNames(t *testing.T) {
+	const ents = `version: 1
+entities:
+  User:
+    pk: "USER#{userId}"
+    sk: PROFILE
+    attributes: [name, taskCount]
+  Task:
+    pk: "PROJECT#{projectId}"
+    sk: "TASK#{taskId}"
+    gsi1pk: "USER#{assigneeId}"
+    gsi1sk: "TASK#{taskId}"
+    attributes: [title, assigneeId, userName]
+  AssignedTask:
+    pk: "USER#{assigneeId}"
+    sk: "TASK#{taskId}"
+    attributes: [title, userName]
+  Note:
+    pk: "NOTE#{noteId}"
+    sk: "USER#{userID}"
+    attributes: [userName]
+rules:
+`
+	for _, tc := range []struct {
+		name, rules string
+		want        []want
+	}{
+		{"copy: the source's key names the variable otherwise", `  - name: a
+    copy: {from: User, to: AssignedTask, via: table, set: {userName: name}}
+`, []want{
+			{`23:28: rule "a"`, `AssignedTask cannot supply {userId} of User's pk "USER#{userId}", needed to fill a newly inserted AssignedTask from its User (pull on insert): ` +
+				`did you mean {assigneeId}? AssignedTask's pk "USER#{assigneeId}" names it assigneeId: use one name in both templates, or add userId to AssignedTask's attributes or keys ` +
+				`(AssignedTask has: {assigneeId, taskId} from its keys; title, userName as attributes)`},
+			{`23:47: rule "a"`, `via table: AssignedTask's pk "USER#{assigneeId}" needs {assigneeId}, which User does not have ` +
+				`(did you mean {userId}? User's pk "USER#{userId}" names it userId: use one name in both templates, or add to its attributes); ` +
+				`User has: {userId} from its keys; name, taskCount as attributes`},
+		}},
+		{"copy without via lists what the source has once", `  - name: a
+    copy: {from: User, to: Task, set: {userName: name}}
+`, []want{
+			{`23:28: rule "a"`, `via gsi1: Task's gsi1pk "USER#{assigneeId}" needs {assigneeId}, which User does not have (did you mean {userId}? User's pk "USER#{userId}" names it userId: ` +
+				`use one name in both templates, or add to its attributes); via gsi2: Task has no gsi2pk template; User has: {userId} from its keys; name, taskCount as attributes.`},
+			{`23:28: rule "a"`, `Task cannot supply {userId} of User's pk`},
+		}},
+		{"count: the target's key names the variable otherwise", `  - name: a
+    count: {of: AssignedTask, into: User, attribute: taskCount}
+`, []want{{`23:37: rule "a"`, `User's pk "USER#{userId}" needs {userId}, which AssignedTask does not have: each AssignedTask must name the User it adds to; ` +
+			`did you mean {assigneeId}? AssignedTask's pk "USER#{assigneeId}" names it assigneeId: use one name in both templates, or add userId to AssignedTask's attributes ` +
+			`(AssignedTask has: {assigneeId, taskId} from its keys; title, userName as attributes)`}}},
+		{"mirror: a near spelling", `  - name: a
+    mirror: {from: Note, to: User, attributes: [userName]}
+`, []want{
+			{`23:30: rule "a"`, `User's pk "USER#{userId}" needs {userId}, which Note does not have: mirror keys are rendered from the source; did you mean {userID}? Note's sk "USER#{userID}" names it userID: use one name in both templates, or add userId to Note's attributes (Note has: {noteId, userID} from its keys; userName as attributes)`},
+			{`23:49: rule "a"`, `User does not declare attribute "userName"`},
+		}},
+		{"count: the counted entity's index key names it otherwise", `  - name: a
+    count: {of: Task, into: User, attribute: taskCount}
+`, []want{{`23:29: rule "a"`, `User's pk "USER#{userId}" needs {userId}, which Task does not have: each Task must name the User it adds to; did you mean {assigneeId}? Task's gsi1pk "USER#{assigneeId}" names it assigneeId`}}},
+		{"reading a key variable", `  - name: a
+    copy: {from: Task, to: Task, via: key, set: {title: taskId}}
+`, []want{{`23:50: rule "a"`, `copy.set title: Task has no attribute "taskId": {taskId} is part of its sk "TASK#{taskId}", and rules read attributes; ` +
+			`declare taskId in Task's attributes and store it on the items (it has: assigneeId, gsi1pk, gsi1sk, pk, sk, title, userName)`}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := ents + tc.rules
+			checkProblems(t, doc, problemsOf(t, doc), tc.want)
+		})
+	}
+}
+
 func ExampleValidate() {
 	f := &File{Path: "inline", Version: 1, Table: table.Default(),
 		Entities: []Entity{
@@ -376,7 +448,7 @@ func ExampleValidate() {
 		fmt.Println(p)
 	}
 	// Output:
-	// inline: rule "folder-size": Folder's pk "FOLDER#{folderId}" needs {folderId}, which File does not have: each File must name the Folder it adds to; add folderId to File's attributes
+	// inline: rule "folder-size": Folder's pk "FOLDER#{folderId}" needs {folderId}, which File does not have: each File must name the Folder it adds to; add folderId to File's attributes (File has: {fileId} from its keys; size as attributes)
 }
 
 func ExampleChooseVia() {

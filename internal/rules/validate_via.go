@@ -132,17 +132,26 @@ func (rc ruleCheck) checkCopyVia(c *Copy, src, dst *entityInfo) {
 	}
 	if c.Via != "" {
 		if w := v.way(src, dst, c.Via); !w.works() && !w.broken {
-			rc.add(rc.pos("copy.via"), "%s", v.explainWay(src, dst, c.Via, w))
+			msg := v.explainWay(src, dst, c.Via, w)
+			if len(w.needVars) > 0 {
+				msg += "; " + hasVars(src)
+			}
+			rc.add(rc.pos("copy.via"), "%s", msg)
 		}
 		return
 	}
 	var why []string
+	lacksVars := false
 	for _, via := range v.ways() {
 		w := v.way(src, dst, via)
 		if w.works() || w.broken {
 			return
 		}
 		why = append(why, v.explainWay(src, dst, via, w))
+		lacksVars = lacksVars || len(w.needVars) > 0
+	}
+	if lacksVars {
+		why = append(why, hasVars(src))
 	}
 	hint := ""
 	if gs := v.f.Table.GlobalIndexes; len(gs) > 0 && src.tmpl[v.f.Table.PartitionKey] != nil && dst.tmpl[gs[0].PartitionKey] == nil {
@@ -173,8 +182,12 @@ func (v *validator) explainWay(src, dst *entityInfo, via string, w wayResult) st
 		if len(tmpls) > 1 {
 			verb = "need"
 		}
-		parts = append(parts, fmt.Sprintf("%s's %s %s %s, which %s does not have (add to its attributes)",
-			dst.e.Name, strings.Join(tmpls, " and "), verb, setList(w.needVars), src.e.Name))
+		fix := "add to its attributes"
+		if h := renameHint(dst, src, w.needVars); h != "" {
+			fix = h + ": use one name in both templates, or add to its attributes"
+		}
+		parts = append(parts, fmt.Sprintf("%s's %s %s %s, which %s does not have (%s)",
+			dst.e.Name, strings.Join(tmpls, " and "), verb, setList(w.needVars), src.e.Name, fix))
 	}
 	if len(w.unprojected) > 0 {
 		idx, _ := v.f.Table.Index(via)
