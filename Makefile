@@ -89,16 +89,30 @@ LOCALSTACK := localstack/localstack.sh
 # Extra cdk arguments, e.g. CDK_ARGS="-c dev=true -c stack=Denorm-dev -c rules=../rules/social.yaml"
 CDK_ARGS ?=
 
-.PHONY: test-infra synth deploy localstack-up localstack-deploy localstack-smoke localstack-down
+# Example CDK apps, each its own Go module using the construct as another app would.
+EXAMPLES := $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod))
 
-## test-infra: vet and test the CDK app; synthesizes the stack offline (Go + Node, no AWS account)
+.PHONY: test-infra synth synth-example deploy localstack-up localstack-deploy localstack-smoke localstack-down
+
+## test-infra: vet and test the CDK app and construct (synth assertions, cdk-nag), then build,
+## vet and synthesize every example app; offline (Go + Node, no AWS account)
 test-infra:
 	cd infra && $(GO) vet ./... && $(GO) test -count=1 ./...
+	@for d in $(EXAMPLES); do \
+	  echo "cd $$d && $(GO) vet ./... && $(GO) test -count=1 ./..."; \
+	  (cd $$d && $(GO) vet ./... && $(GO) test -count=1 ./...) || exit 1; \
+	done
 
 ## synth: build the function, synthesize the stack into infra/cdk.out (pinned aws-cdk CLI from npm)
 synth: build
 	$(CDK) synth -q --no-notices $(CDK_ARGS)
 	@echo "synth: cloud assembly in infra/cdk.out"
+
+## synth-example: build the function, synthesize examples/existing-table into its cdk.out;
+## name the table: CDK_ARGS="-c tableName=NAME -c streamArn=ARN"
+synth-example: build
+	CDK_APP_DIR=examples/existing-table $(CDK) synth -q --no-notices $(CDK_ARGS)
+	@echo "synth: cloud assembly in examples/existing-table/cdk.out"
 
 ## deploy: build and deploy with the environment's AWS credentials (once per account/region: infra/cdk.sh bootstrap)
 deploy: build

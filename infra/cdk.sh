@@ -4,6 +4,9 @@
 #   infra/cdk.sh synth -q            any cdk command and its arguments
 #   infra/cdk.sh --local deploy ...  the same through cdklocal (LocalStack), also pinned
 #
+# It runs the app in infra/, or in CDK_APP_DIR (another CDK app's directory, holding its
+# cdk.json: CDK_APP_DIR=examples/existing-table infra/cdk.sh synth).
+#
 # The CLI has its own version line (2.10xx) apart from aws-cdk-lib; a CLI reads the cloud
 # assemblies of every library released before it. 2.1031.2 (November 2025) is newer than
 # aws-cdk-lib 2.220.0 (cloud assembly schema 48), which infra/go.mod pins.
@@ -14,6 +17,7 @@ CDKLOCAL_VERSION=3.0.4
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${DENORM_CACHE:-$ROOT/.cache}
+APP_DIR=${CDK_APP_DIR:-$ROOT/infra}
 
 die() { echo "cdk: $*" >&2; exit 1; }
 
@@ -43,5 +47,6 @@ else
 fi
 
 command -v go >/dev/null 2>&1 || die "Go is required: the CDK app is Go (cdk.json runs \`go run .\`)"
-cd "$ROOT/infra"
+[ -f "$APP_DIR/cdk.json" ] || die "no cdk.json in $APP_DIR"
+cd "$APP_DIR"
 exec "$dir/node_modules/.bin/$bin" "$@"

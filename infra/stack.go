@@ -15,7 +15,7 @@ import (
 // Context keys the app reads (`cdk synth -c key=value`, or "context" in cdk.json).
 const (
 	ctxRules = "rules" // rules file, relative to infra/
-	ctxCode  = "code"  // directory with the function's bootstrap
+	ctxCode  = "code"  // directory with the function's bootstrap, or a zip of it
 	ctxDev   = "dev"   // "true": disposable stack (DESTROY, no deletion protection)
 	ctxArch  = "arch"  // "arm64" (default) or "x86_64", the architecture bootstrap was built for
 	ctxStack = "stack" // stack name
@@ -24,8 +24,9 @@ const (
 // StackConfig is what one Denorm stack is built from.
 type StackConfig struct {
 	RulesFile string
-	CodeDir   string
-	Dev       bool
+	// Code is a directory holding bootstrap or a zip file of it (denormcdk.Props.Code).
+	Code string
+	Dev  bool
 	// Architecture is "arm64" or "x86_64".
 	Architecture string
 }
@@ -41,7 +42,7 @@ func configFromContext(app constructs.Construct) (StackConfig, string, error) {
 	}
 	cfg := StackConfig{
 		RulesFile:    str(ctxRules, "../rules/social.yaml"),
-		CodeDir:      str(ctxCode, "../dist/streamproc"),
+		Code:         str(ctxCode, "../dist/streamproc"),
 		Architecture: str(ctxArch, "arm64"),
 	}
 	dev, err := strconv.ParseBool(str(ctxDev, "false"))
@@ -55,10 +56,6 @@ func configFromContext(app constructs.Construct) (StackConfig, string, error) {
 // NewDenormStack defines a stack holding one Denorm construct built from cfg, with the
 // outputs an operator or a test harness needs to find its resources.
 func NewDenormStack(scope constructs.Construct, id string, cfg StackConfig, props *awscdk.StackProps) (awscdk.Stack, *denormcdk.Denorm, error) {
-	compiled, err := loadRules(cfg.RulesFile)
-	if err != nil {
-		return nil, nil, err
-	}
 	var arch awslambda.Architecture
 	switch cfg.Architecture {
 	case "arm64", "":
@@ -76,13 +73,10 @@ func NewDenormStack(scope constructs.Construct, id string, cfg StackConfig, prop
 	}
 	stack := awscdk.NewStack(scope, jsii.String(id), props)
 	d, err := denormcdk.New(stack, "Denorm", denormcdk.Props{
-		Table:          compiled.Table,
-		RulesFile:      cfg.RulesFile,
-		CodeDir:        cfg.CodeDir,
-		FilterPatterns: compiled.FilterPatterns,
-		QueriedIndexes: compiled.QueriedIndexes,
-		Dev:            cfg.Dev,
-		Architecture:   arch,
+		RulesFile:    cfg.RulesFile,
+		Code:         cfg.Code,
+		Dev:          cfg.Dev,
+		Architecture: arch,
 	})
 	if err != nil {
 		return nil, nil, err

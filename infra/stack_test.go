@@ -18,20 +18,39 @@ import (
 
 	"github.com/denorm/denorm/infra/denormcdk"
 	"github.com/denorm/denorm/infra/jsiiexit"
+	"github.com/denorm/denorm/internal/rules"
 )
 
 const fixtureRules = "testdata/rules.yaml"
 
-// One app with two stacks, built once: the production defaults and the dev override. A CDK
+// One app, built once: the production defaults, the dev override, and Denorm attached to
+// tables it does not create (existing_test.go), all checked by cdk-nag (nag_test.go). A CDK
 // synth starts Node.js and loads aws-cdk-lib, which is most of the cost; the templates are
 // then queried by every test.
 var (
 	app       awscdk.App
+	stacks    []awscdk.Stack // every stack of app, for cdk-nag's annotations
 	prod, dev assertions.Template
-	fixture   compiledRules // what the stack was built from, to compare against
+	// fixture is what the rules compiler makes of fixtureRules, read here independently of
+	// the construct, to compare against.
+	fixture compiledFixture
 	// codeDirForTests holds the dummy bootstrap.
 	codeDirForTests string
 )
+
+type compiledFixture struct {
+	FilterPatterns []string
+	QueriedIndexes []string
+}
+
+func loadFixture(path string) (compiledFixture, error) {
+	set, err := rules.LoadSet(path)
+	if err != nil {
+		return compiledFixture{}, err
+	}
+	patterns, err := set.FilterPatterns()
+	return compiledFixture{FilterPatterns: patterns, QueriedIndexes: set.QueriedIndexes()}, err
+}
 
 func TestMain(m *testing.M) {
 	// The machine's Node.js 20 is past jsii's support window; the warning is not the test's
@@ -52,17 +71,17 @@ func TestMain(m *testing.M) {
 	os.Exit(status)
 }
 
-// setup synthesizes both stacks. The function code is a dummy bootstrap in a temporary
-// directory, so the tests run before (and without) `make build`.
+// setup synthesizes every stack. The function code is a dummy bootstrap in a temporary
+// directory (and a zip of it), so the tests run before (and without) `make build`.
 func setup() (codeDir string, err error) {
 	codeDir, err = os.MkdirTemp("", "denorm-infra-test-")
 	if err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(codeDir, "bootstrap"), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(codeDir, "bootstrap"), []byte(dummyBootstrap), 0o755); err != nil {
 		return codeDir, err
 	}
-	if fixture, err = loadRules(fixtureRules); err != nil {
+	if fixture, err = loadFixture(fixtureRules); err != nil {
 		return codeDir, err
 	}
 	ctx, err := cdkJSONContext()
@@ -70,14 +89,23 @@ func setup() (codeDir string, err error) {
 		return codeDir, err
 	}
 	app = awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
-	if _, _, err := NewDenormStack(app, "Prod", StackConfig{RulesFile: fixtureRules, CodeDir: codeDir}, nil); err != nil {
+	prodStack, _, err := NewDenormStack(app, "Prod", StackConfig{RulesFile: fixtureRules, Code: codeDir}, nil)
+	if err != nil {
 		return codeDir, err
 	}
-	devCfg := StackConfig{RulesFile: fixtureRules, CodeDir: codeDir, Dev: true, Architecture: "x86_64"}
-	if _, _, err := NewDenormStack(app, "Dev", devCfg, nil); err != nil {
+	devCfg := StackConfig{RulesFile: fixtureRules, Code: codeDir, Dev: true, Architecture: "x86_64"}
+	devStack, _, err := NewDenormStack(app, "Dev", devCfg, nil)
+	if err != nil {
 		return codeDir, err
 	}
-	// One synth for both (Template_FromStack would synthesize the app once per stack).
+	stacks = append(stacks, prodStack, devStack)
+	existingStacks, err := addExistingTableStacks(app, codeDir)
+	if err != nil {
+		return codeDir, err
+	}
+	stacks = append(stacks, existingStacks...)
+	applyNagChecks(app)
+	// One synth for all (Template_FromStack would synthesize the app once per stack).
 	assembly := app.Synth(nil)
 	template := func(stack string) assertions.Template {
 		b, _ := json.Marshal(assembly.GetStackByName(jsii.String(stack)).Template())
@@ -86,8 +114,11 @@ func setup() (codeDir string, err error) {
 		return assertions.Template_FromJSON(&m, nil)
 	}
 	prod, dev = template("Prod"), template("Dev")
+	existing, tables, attached = template(existingStackName), template(tablesStackName), template(attachedStackName)
 	return codeDir, nil
 }
+
+const dummyBootstrap = "#!/bin/sh\nexit 1\n"
 
 // cdkJSONContext is the "context" of cdk.json (the feature flags), so that the tests
 // synthesize what `cdk synth` does.
@@ -271,7 +302,12 @@ func TestFunction(t *testing.T) {
 // TestFunctionAsset checks the code the function deploys: bootstrap, executable, and the
 // rules file as rules.yaml next to it, byte for byte.
 func TestFunctionAsset(t *testing.T) {
-	fn := resources(prod, "AWS::Lambda::Function")[logicalID(t, prod, "AWS::Lambda::Function")]
+	checkAsset(t, prod)
+}
+
+func checkAsset(t *testing.T, tmpl assertions.Template) {
+	t.Helper()
+	fn := resources(tmpl, "AWS::Lambda::Function")[logicalID(t, tmpl, "AWS::Lambda::Function")]
 	key, _ := fn["Properties"].(obj)["Code"].(obj)["S3Key"].(string)
 	hash := strings.TrimSuffix(key, ".zip")
 	if hash == "" || hash == key {
@@ -292,6 +328,9 @@ func TestFunctionAsset(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(dir, "bootstrap")); err != nil || st.Mode().Perm()&0o111 == 0 {
 		t.Errorf("bootstrap is not executable: %v %v", st.Mode(), err)
 	}
+	if got, err := os.ReadFile(filepath.Join(dir, "bootstrap")); err != nil || string(got) != dummyBootstrap {
+		t.Errorf("bootstrap is not the built one: %q %v", got, err)
+	}
 	got, err := os.ReadFile(filepath.Join(dir, "rules.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -306,14 +345,7 @@ func TestMapping(t *testing.T) {
 	tableID := logicalID(t, prod, "AWS::DynamoDB::Table")
 	queueID := logicalID(t, prod, "AWS::SQS::Queue")
 	fnID := logicalID(t, prod, "AWS::Lambda::Function")
-	var filters any = assertions.Match_Absent()
-	if len(fixture.FilterPatterns) > 0 {
-		var fs arr
-		for _, p := range fixture.FilterPatterns {
-			fs = append(fs, obj{"Pattern": p})
-		}
-		filters = obj{"Filters": fs}
-	}
+	filters := expectedFilters(t)
 	assert(t, func() {
 		prod.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), obj{
 			"EventSourceArn":                 getAtt(tableID, "StreamArn"),
@@ -386,8 +418,59 @@ func TestOutputs(t *testing.T) {
 // TestPolicies walks every IAM policy of the whole template: no wildcard action, no "*"
 // or "/index/*" resource, and exactly the statements the processor needs.
 func TestPolicies(t *testing.T) {
-	tmpl := prod.ToJSON()
-	b, _ := json.Marshal(tmpl)
+	tableArn := "{GetAtt " + logicalID(t, prod, "AWS::DynamoDB::Table") + ".Arn}"
+	queried := []string{tableArn}
+	for _, ix := range fixture.QueriedIndexes {
+		queried = append(queried, tableArn+"/index/"+ix)
+	}
+	checkPolicies(t, prod, map[string]wantStatement{
+		denormcdk.SidReadStream: {denormcdk.StreamReadActions, []string{"{GetAtt " + logicalID(t, prod, "AWS::DynamoDB::Table") + ".StreamArn}"}},
+		denormcdk.SidWriteItems: {denormcdk.ItemActions, []string{tableArn}},
+		denormcdk.SidQuery:      {[]string{"dynamodb:Query"}, queried},
+		denormcdk.SidDeadLetters: {[]string{"sqs:SendMessage"},
+			[]string{"{GetAtt " + logicalID(t, prod, "AWS::SQS::Queue") + ".Arn}"}},
+		denormcdk.SidLogs: {[]string{"logs:CreateLogStream", "logs:PutLogEvents"},
+			[]string{"{GetAtt " + logicalID(t, prod, "AWS::Logs::LogGroup") + ".Arn}"}},
+	})
+}
+
+type statement struct {
+	Sid      string
+	Effect   string
+	Action   any
+	Resource any
+}
+
+type wantStatement struct{ actions, resources []string }
+
+// checkPolicies compares the statements of every policy in tmpl with want, by Sid.
+func checkPolicies(t *testing.T, tmpl assertions.Template, want map[string]wantStatement) {
+	t.Helper()
+	got := policyStatements(t, tmpl)
+	if len(got) != len(want) {
+		t.Errorf("statements %v, want exactly %d", slices.Sorted(maps.Keys(got)), len(want))
+	}
+	for sid, w := range want {
+		s, ok := got[sid]
+		if !ok {
+			t.Errorf("no statement %s", sid)
+			continue
+		}
+		// Order does not matter to IAM (and the minimizePolicies flag sorts them).
+		if a, w := sorted(strs(s.Action)), sorted(w.actions); !reflect.DeepEqual(a, w) {
+			t.Errorf("%s: actions %v, want %v", sid, a, w)
+		}
+		if r, w := sorted(flatten(s.Resource)), sorted(w.resources); !reflect.DeepEqual(r, w) {
+			t.Errorf("%s: resources %v, want %v", sid, r, w)
+		}
+	}
+}
+
+// policyStatements returns the statements of every IAM policy in tmpl by Sid, and fails the
+// test on any wildcard action, "*" or "/*" resource, or Deny.
+func policyStatements(t *testing.T, tmpl assertions.Template) map[string]statement {
+	t.Helper()
+	b, _ := json.Marshal(tmpl.ToJSON())
 	var doc struct {
 		Resources map[string]struct {
 			Type       string
@@ -396,12 +479,6 @@ func TestPolicies(t *testing.T) {
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
-	}
-	type statement struct {
-		Sid      string
-		Effect   string
-		Action   any
-		Resource any
 	}
 	got := map[string]statement{}
 	for id, r := range doc.Resources {
@@ -431,38 +508,7 @@ func TestPolicies(t *testing.T) {
 			got[s.Sid] = s
 		}
 	}
-
-	tableArn := "{GetAtt " + logicalID(t, prod, "AWS::DynamoDB::Table") + ".Arn}"
-	queried := []string{tableArn}
-	for _, ix := range fixture.QueriedIndexes {
-		queried = append(queried, tableArn+"/index/"+ix)
-	}
-	want := map[string]struct{ actions, resources []string }{
-		denormcdk.SidReadStream: {denormcdk.StreamReadActions, []string{"{GetAtt " + logicalID(t, prod, "AWS::DynamoDB::Table") + ".StreamArn}"}},
-		denormcdk.SidWriteItems: {denormcdk.ItemActions, []string{tableArn}},
-		denormcdk.SidQuery:      {[]string{"dynamodb:Query"}, queried},
-		denormcdk.SidDeadLetters: {[]string{"sqs:SendMessage"},
-			[]string{"{GetAtt " + logicalID(t, prod, "AWS::SQS::Queue") + ".Arn}"}},
-		denormcdk.SidLogs: {[]string{"logs:CreateLogStream", "logs:PutLogEvents"},
-			[]string{"{GetAtt " + logicalID(t, prod, "AWS::Logs::LogGroup") + ".Arn}"}},
-	}
-	if len(got) != len(want) {
-		t.Errorf("statements %v, want exactly %d", slices.Sorted(maps.Keys(got)), len(want))
-	}
-	for sid, w := range want {
-		s, ok := got[sid]
-		if !ok {
-			t.Errorf("no statement %s", sid)
-			continue
-		}
-		// Order does not matter to IAM (and the minimizePolicies flag sorts them).
-		if a, w := sorted(strs(s.Action)), sorted(w.actions); !reflect.DeepEqual(a, w) {
-			t.Errorf("%s: actions %v, want %v", sid, a, w)
-		}
-		if r, w := sorted(flatten(s.Resource)), sorted(w.resources); !reflect.DeepEqual(r, w) {
-			t.Errorf("%s: resources %v, want %v", sid, r, w)
-		}
-	}
+	return got
 }
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
@@ -526,10 +572,12 @@ func TestStackErrors(t *testing.T) {
 		cfg  StackConfig
 		want string
 	}{
-		{"no bootstrap", StackConfig{RulesFile: fixtureRules, CodeDir: t.TempDir()}, "run `make build` first"},
-		{"no rules file", StackConfig{RulesFile: "testdata/missing.yaml", CodeDir: t.TempDir()}, "reading rules file"},
-		{"invalid rules", StackConfig{RulesFile: "testdata/invalid.yaml", CodeDir: t.TempDir()}, "testdata/invalid.yaml:"},
-		{"bad architecture", StackConfig{RulesFile: fixtureRules, CodeDir: t.TempDir(), Architecture: "mips"}, "want arm64 or x86_64"},
+		{"no bootstrap", StackConfig{RulesFile: fixtureRules, Code: t.TempDir()}, "run `make build` first"},
+		{"no code", StackConfig{RulesFile: fixtureRules, Code: "testdata/missing"}, "run `make build` first"},
+		{"code not a zip", StackConfig{RulesFile: fixtureRules, Code: fixtureRules}, "not a directory or a zip file"},
+		{"no rules file", StackConfig{RulesFile: "testdata/missing.yaml", Code: t.TempDir()}, "reading rules file"},
+		{"invalid rules", StackConfig{RulesFile: "testdata/invalid.yaml", Code: t.TempDir()}, "testdata/invalid.yaml:"},
+		{"bad architecture", StackConfig{RulesFile: fixtureRules, Code: t.TempDir(), Architecture: "mips"}, "want arm64 or x86_64"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := awscdk.NewApp(nil)
@@ -541,19 +589,40 @@ func TestStackErrors(t *testing.T) {
 	}
 }
 
-// TestTooManyFiltersFailsSynth: more filters than the mapping may have stop the construct
-// with the reason, and nothing is added to the tree.
+// TestTooManyFiltersFailsSynth: rules that need more filters than the account's quota
+// (Props.MaxFilters) stop the construct with the reason, and nothing is added to the tree.
 func TestTooManyFiltersFailsSynth(t *testing.T) {
+	// One filter holds 4,096 characters of key prefixes: 40 entities with 120-character
+	// prefixes need two.
+	var b strings.Builder
+	b.WriteString("version: 1\nentities:\n")
+	for i := range 40 {
+		prefix := fmt.Sprintf("E%02d%s", i, strings.Repeat("x", 117))
+		fmt.Fprintf(&b, "  Parent%d: {pk: \"%s#{id}\", sk: META, attributes: [n]}\n", i, prefix)
+		fmt.Fprintf(&b, "  Child%d: {pk: \"%s#{id}\", sk: \"C#{cid}\"}\n", i, prefix)
+	}
+	b.WriteString("rules:\n")
+	for i := range 40 {
+		fmt.Fprintf(&b, "  - {name: count-%d, count: {of: Child%d, into: Parent%d, attribute: n}}\n", i, i, i)
+	}
+	rulesFile := filepath.Join(t.TempDir(), "many-prefixes.yaml")
+	if err := os.WriteFile(rulesFile, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	many, err := loadFixture(rulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(many.FilterPatterns) != 2 {
+		t.Fatalf("the generated rules compile to %d filters, want 2", len(many.FilterPatterns))
+	}
+
 	stack := awscdk.NewStack(awscdk.NewApp(nil), jsii.String("Filters"), nil)
-	pattern := `{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"USER#"}]}}}}`
-	_, err := denormcdk.New(stack, "Denorm", denormcdk.Props{
-		Table: fixture.Table, RulesFile: fixtureRules, CodeDir: codeDirForTests,
-		FilterPatterns: slices.Repeat([]string{pattern}, denormcdk.DefaultMaxFilters+1),
-	})
+	_, err = denormcdk.New(stack, "Denorm", denormcdk.Props{RulesFile: rulesFile, Code: codeDirForTests, MaxFilters: 1})
 	if !errors.Is(err, denormcdk.ErrTooManyFilters) {
 		t.Fatalf("error %v, want ErrTooManyFilters", err)
 	}
-	if !strings.Contains(err.Error(), "need 6 event filters") {
+	if !strings.Contains(err.Error(), "need 2 event filters") {
 		t.Errorf("error %q does not say how many filters the rules need", err)
 	}
 	if n := len(*stack.Node().Children()); n != 0 {
@@ -567,7 +636,7 @@ func TestConfigFromContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := StackConfig{RulesFile: "../rules/social.yaml", CodeDir: "../dist/streamproc", Dev: true, Architecture: "x86_64"}
+	want := StackConfig{RulesFile: "../rules/social.yaml", Code: "../dist/streamproc", Dev: true, Architecture: "x86_64"}
 	if cfg != want || name != "Denorm-dev" {
 		t.Errorf("got %+v %q, want %+v %q", cfg, name, want, "Denorm-dev")
 	}

@@ -1,8 +1,10 @@
 package denormcdk
 
 import (
+	"archive/zip"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +14,45 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 )
 
-// stageCode builds the function's code directory: bootstrap from codeDir and the rules file
+// checkCode reports why code (Props.Code) holds no bootstrap: it must be a directory holding
+// the executable or a zip file with it at its root.
+func checkCode(code string) error {
+	if code == "" {
+		return errors.New("Code is required: the directory or zip file `make build` writes (dist/streamproc or dist/streamproc.zip)")
+	}
+	st, err := os.Stat(code)
+	switch {
+	case err != nil:
+		return fmt.Errorf("function code: %w (run `make build` first)", err)
+	case st.IsDir():
+		if st, err := os.Stat(filepath.Join(code, "bootstrap")); err != nil || !st.Mode().IsRegular() {
+			return fmt.Errorf("function code: no bootstrap in %s (run `make build` first)", code)
+		}
+		return nil
+	default:
+		zr, err := zip.OpenReader(code)
+		if err != nil {
+			return fmt.Errorf("function code %s: not a directory or a zip file: %w", code, err)
+		}
+		defer zr.Close()
+		if _, err := zipBootstrap(&zr.Reader); err != nil {
+			return fmt.Errorf("function code %s: %w", code, err)
+		}
+		return nil
+	}
+}
+
+// zipBootstrap finds bootstrap at the root of a zip file.
+func zipBootstrap(zr *zip.Reader) (*zip.File, error) {
+	for _, f := range zr.File {
+		if f.Name == "bootstrap" && f.Mode().IsRegular() {
+			return f, nil
+		}
+	}
+	return nil, errors.New("no bootstrap at the root of the zip file")
+}
+
+// stageCode builds the function's code directory: bootstrap from code and the rules file
 // as rules.yaml next to it. The function and its rules then deploy as one versioned unit, so
 // a running function never sees rules it was not built and tested with, and a rules change
 // is a code change that CloudFormation rolls out (and back) like any other.
@@ -20,7 +60,7 @@ import (
 // The directory lives in the cloud assembly's output directory (cdk.out), like CDK's own
 // bundling output, and is rebuilt on every synth; CDK copies it into an asset named by its
 // content hash, so equal inputs give an equal asset and no redeploy.
-func stageCode(scope constructs.Construct, codeDir, rulesFile string) (string, error) {
+func stageCode(scope constructs.Construct, code, rulesFile string) (string, error) {
 	outdir := awscdk.Stage_Of(scope).AssetOutdir()
 	if outdir == nil || *outdir == "" {
 		return "", fmt.Errorf("staging function code: the construct is not inside an App with an output directory")
@@ -34,7 +74,7 @@ func stageCode(scope constructs.Construct, codeDir, rulesFile string) (string, e
 		return "", fmt.Errorf("staging function code: %w", err)
 	}
 	// Lambda needs bootstrap executable; the zip CDK builds keeps this mode.
-	if err := copyFile(filepath.Join(codeDir, "bootstrap"), filepath.Join(dir, "bootstrap"), 0o755); err != nil {
+	if err := copyBootstrap(code, filepath.Join(dir, "bootstrap")); err != nil {
 		return "", fmt.Errorf("staging function code: %w", err)
 	}
 	if err := copyFile(rulesFile, filepath.Join(dir, RulesFileName), 0o644); err != nil {
@@ -43,12 +83,39 @@ func stageCode(scope constructs.Construct, codeDir, rulesFile string) (string, e
 	return dir, nil
 }
 
+// copyBootstrap copies bootstrap out of code, a directory or a zip file (see checkCode).
+func copyBootstrap(code, dst string) error {
+	if st, err := os.Stat(code); err == nil && st.IsDir() {
+		return copyFile(filepath.Join(code, "bootstrap"), dst, 0o755)
+	}
+	zr, err := zip.OpenReader(code)
+	if err != nil {
+		return err
+	}
+	defer zr.Close()
+	f, err := zipBootstrap(&zr.Reader)
+	if err != nil {
+		return fmt.Errorf("%s: %w", code, err)
+	}
+	in, err := f.Open()
+	if err != nil {
+		return fmt.Errorf("%s: %w", code, err)
+	}
+	defer in.Close()
+	return writeFile(in, code, dst, 0o755)
+}
+
 func copyFile(src, dst string, mode os.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	return writeFile(in, src, dst, mode)
+}
+
+// writeFile writes in (read from src) to dst with exactly mode.
+func writeFile(in io.Reader, src, dst string, mode os.FileMode) error {
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
 	if err != nil {
 		return err

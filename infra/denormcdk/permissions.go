@@ -16,6 +16,8 @@ const (
 	SidQuery       = "QueryTableAndIndexes"
 	SidDeadLetters = "SendFailedBatchesToQueue"
 	SidLogs        = "WriteOwnLogs"
+	// SidTableKey is only there when the table is encrypted with a customer managed key.
+	SidTableKey = "UseTableKey"
 )
 
 // StreamReadActions are what Lambda's event source mapping calls on the stream with the
@@ -39,13 +41,25 @@ var ItemActions = []string{
 	"dynamodb:ConditionCheckItem",
 }
 
+// TableKeyActions are what the processor is granted on a customer managed KMS key that
+// encrypts the table: the key actions of CDK's table grants (grantStreamRead,
+// grantReadWriteData) without their wildcards: kms:ReEncrypt* is left out (re-encrypting
+// under another key is not an item operation) and kms:GenerateDataKey* is spelled
+// kms:GenerateDataKey. Tables encrypted with an AWS owned or AWS managed key need none.
+var TableKeyActions = []string{
+	"kms:Decrypt",
+	"kms:DescribeKey",
+	"kms:Encrypt",
+	"kms:GenerateDataKey",
+}
+
 // grantProcessor gives the processor exactly what it uses, in one policy whose statements
 // name the stream, the table, each queried index, the queue and the log group by ARN: no
 // wildcard action and no Resource "*". It is an explicit Policy rather than Grant* calls
 // because those grant more: Table.grantStreamRead adds dynamodb:ListStreams on "*",
 // grantReadWriteData adds Scan, BatchWriteItem and "<table>/index/*", and a queue's
 // grantSendMessages adds GetQueueAttributes and GetQueueUrl.
-func grantProcessor(scope constructs.Construct, role awsiam.IRole, t awsdynamodb.Table, queried []string,
+func grantProcessor(scope constructs.Construct, role awsiam.IRole, t awsdynamodb.ITable, queried []string,
 	extraReads []string, dlq awssqs.Queue, logs awslogs.LogGroup) awsiam.Policy {
 	queryResources := []*string{t.TableArn()}
 	seen := map[string]bool{}
@@ -65,17 +79,22 @@ func grantProcessor(scope constructs.Construct, role awsiam.IRole, t awsdynamodb
 			Resources: &resources,
 		})
 	}
+	statements := []awsiam.PolicyStatement{
+		stmt(SidReadStream, StreamReadActions, t.TableStreamArn()),
+		stmt(SidWriteItems, itemActions, t.TableArn()),
+		// The base table too: fan-outs and pulls read item collections by partition.
+		stmt(SidQuery, []string{"dynamodb:Query"}, queryResources...),
+		// Lambda sends the failed batch's metadata with the function's role.
+		stmt(SidDeadLetters, []string{"sqs:SendMessage"}, dlq.QueueArn()),
+		// LogGroupArn ends in ":*", which names this group's log streams and nothing else.
+		stmt(SidLogs, []string{"logs:CreateLogStream", "logs:PutLogEvents"}, logs.LogGroupArn()),
+	}
+	if key := t.EncryptionKey(); key != nil {
+		// Reading the stream and the items decrypts with the table's key; writing encrypts.
+		statements = append(statements, stmt(SidTableKey, TableKeyActions, key.KeyArn()))
+	}
 	return awsiam.NewPolicy(scope, jsii.String("ProcessorPolicy"), &awsiam.PolicyProps{
-		Roles: &[]awsiam.IRole{role},
-		Statements: &[]awsiam.PolicyStatement{
-			stmt(SidReadStream, StreamReadActions, t.TableStreamArn()),
-			stmt(SidWriteItems, itemActions, t.TableArn()),
-			// The base table too: fan-outs and pulls read item collections by partition.
-			stmt(SidQuery, []string{"dynamodb:Query"}, queryResources...),
-			// Lambda sends the failed batch's metadata with the function's role.
-			stmt(SidDeadLetters, []string{"sqs:SendMessage"}, dlq.QueueArn()),
-			// LogGroupArn ends in ":*", which names this group's log streams and nothing else.
-			stmt(SidLogs, []string{"logs:CreateLogStream", "logs:PutLogEvents"}, logs.LogGroupArn()),
-		},
+		Roles:      &[]awsiam.IRole{role},
+		Statements: &statements,
 	})
 }

@@ -1,20 +1,19 @@
-// Package denormcdk is the reusable CDK construct for Denorm: from a table spec and a rules
-// file it builds the DynamoDB table, the stream processor function, the event source mapping
-// with filters derived from the rules, the on-failure queue and the alarms an operator needs.
+// Package denormcdk is the reusable CDK construct for Denorm. From a rules file and the
+// built function code it defines the stream processor function, the event source mapping
+// with filters derived from the rules, the on-failure queue, the processor's permissions and
+// the alarms an operator needs, on a DynamoDB table it creates from the rules file or on an
+// existing table of the app or of the account.
 package denormcdk
 
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
-
-	"github.com/denorm/denorm/internal/table"
 )
 
 // Defaults for Props fields left at their zero value. The reasons are in README.md
@@ -51,28 +50,38 @@ const (
 // The function reads it from DENORM_RULES, relative to its working directory /var/task.
 const RulesFileName = "rules.yaml"
 
-// Props configures a Denorm construct. Table, RulesFile and CodeDir are required; every
-// other field has a default that suits a production table.
+// Props configures a Denorm construct. RulesFile and Code are required; every other field
+// has a default that suits a production table.
 type Props struct {
-	// Table is the table layout, usually the table section of the rules file.
-	Table table.Spec
-	// RulesFile is packaged with the function as rules.yaml.
+	// RulesFile is the path of the rules file (relative paths, like Code's, are relative to
+	// the working directory of the CDK app, where its cdk.json is). The construct loads,
+	// validates and compiles it with the function's own compiler and derives from it the
+	// table's layout, the event filters and the indexes the function may query; it is
+	// packaged with the function as rules.yaml.
 	RulesFile string
-	// CodeDir is a directory holding the function's `bootstrap` executable
-	// (`make build` writes dist/streamproc/bootstrap).
-	CodeDir string
-	// FilterPatterns are Lambda event filter patterns (JSON objects): only records matching
-	// one of them invoke the function. Empty: every record does.
-	FilterPatterns []string
-	// QueriedIndexes names the secondary indexes the processor queries; the function may
-	// query those and no others. Each must be an index of Table.
-	QueriedIndexes []string
+	// Code is the function's code as `make build` writes it: a directory holding the
+	// `bootstrap` executable (dist/streamproc) or a zip file with `bootstrap` at its root
+	// (dist/streamproc.zip). Only bootstrap is taken from it.
+	Code string
+	// Table is an existing table to attach Denorm to; nil: the construct creates the table
+	// from the rules file's table section. It is either a table of the same app
+	// (awsdynamodb.NewTable with Stream NEW_AND_OLD_IMAGES, in any stack of the app) or one
+	// imported with awsdynamodb.Table_FromTableAttributes giving TableName and
+	// TableStreamArn, and EncryptionKey when a customer managed key encrypts it. Its stream
+	// must carry new and old images, and the rules file's table section must describe it.
+	//
+	// The construct checks that the table has a stream, the stream view type of a table
+	// of the same app, and that an imported stream ARN names the imported table; it cannot
+	// see an existing table's keys and indexes. `denorm check-table --rules RULES --table
+	// NAME` compares the deployed table with the rules file.
+	Table awsdynamodb.ITable
 	// ExtraReadActions are DynamoDB read actions on the table beyond the ones every
 	// processor needs (for example "dynamodb:BatchGetItem").
 	ExtraReadActions []string
 
-	// Dev makes the stack disposable: the table, queue and log group are deleted with the
-	// stack and the table has no deletion protection. Off: they are retained and protected.
+	// Dev makes the stack disposable: the queue, the log group and the table the construct
+	// creates are deleted with the stack, and that table has no deletion protection. Off:
+	// they are retained and the table is protected. An existing Table is never changed.
 	Dev bool
 
 	// Architecture of bootstrap; default ARM64 (cheaper per GB-second, what `make build` emits).
@@ -131,28 +140,27 @@ func (p Props) withDefaults() Props {
 
 // validate reports every problem with p at once, before any resource is defined, so a bad
 // rules file stops the synth with all its reasons and leaves no half-built construct tree.
-func (p Props) validate() error {
+// It returns what the construct takes from the rules file.
+func (p Props) validate() (compiledRules, error) {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if err := p.Table.Validate(); err != nil {
-		errs = append(errs, err)
-	}
+	var r compiledRules
 	if p.RulesFile == "" {
 		bad("RulesFile is required")
-	} else if st, err := os.Stat(p.RulesFile); err != nil || !st.Mode().IsRegular() {
-		bad("rules file %s: not a readable file", p.RulesFile)
-	}
-	if p.CodeDir == "" {
-		bad("CodeDir is required")
-	} else if st, err := os.Stat(filepath.Join(p.CodeDir, "bootstrap")); err != nil || !st.Mode().IsRegular() {
-		bad("function code: no bootstrap in %s (run `make build` first)", p.CodeDir)
-	}
-	for _, name := range p.QueriedIndexes {
-		if name == "" || name == "table" {
-			continue // the base table is always queryable
+	} else if loaded, err := loadRules(p.RulesFile); err != nil {
+		errs = append(errs, err)
+	} else {
+		r = loaded
+		if err := CheckFilterPatterns(r.filterPatterns, p.MaxFilters); err != nil {
+			errs = append(errs, err)
 		}
-		if _, ok := p.Table.Index(name); !ok {
-			bad("queried index %q is not an index of the table", name)
+	}
+	if err := checkCode(p.Code); err != nil {
+		errs = append(errs, err)
+	}
+	if p.Table != nil {
+		if err := checkStream(p.Table); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for _, a := range p.ExtraReadActions {
@@ -180,10 +188,7 @@ func (p Props) validate() error {
 	if p.MaxRecordAge < 60*time.Second || p.MaxRecordAge > 7*24*time.Hour || p.MaxRecordAge%time.Second != 0 {
 		bad("MaxRecordAge %s must be whole seconds between 60s and 7 days", p.MaxRecordAge)
 	}
-	if err := CheckFilterPatterns(p.FilterPatterns, p.MaxFilters); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	return r, errors.Join(errs...)
 }
 
 var allowedExtraReadActions = map[string]bool{

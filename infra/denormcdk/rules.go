@@ -1,4 +1,4 @@
-package main
+package denormcdk
 
 import (
 	"fmt"
@@ -7,14 +7,14 @@ import (
 	"github.com/denorm/denorm/internal/table"
 )
 
-// compiledRules is everything the stack takes from a rules file.
+// compiledRules is everything the construct takes from a rules file.
 type compiledRules struct {
-	Table table.Spec
-	// FilterPatterns are the Lambda event filter patterns (JSON) that let through only the
+	table table.Spec
+	// filterPatterns are the Lambda event filter patterns (JSON) that let through only the
 	// records that can trigger a rule, plus the fan-out job items (pk "_dn#job#...").
-	FilterPatterns []string
-	// QueriedIndexes are the secondary indexes the processor queries.
-	QueriedIndexes []string
+	filterPatterns []string
+	// queriedIndexes are the secondary indexes the processor queries.
+	queriedIndexes []string
 }
 
 // loadRules is the one place the infrastructure reads a rules file. It uses the same
@@ -30,5 +30,5 @@ func loadRules(path string) (compiledRules, error) {
 	if err != nil {
 		return compiledRules{}, fmt.Errorf("%s: event filters: %w", path, err)
 	}
-	return compiledRules{Table: set.Table, FilterPatterns: patterns, QueriedIndexes: set.QueriedIndexes()}, nil
+	return compiledRules{table: set.Table, filterPatterns: patterns, queriedIndexes: set.QueriedIndexes()}, nil
 }
