@@ -49,6 +49,7 @@ func (r *run) folds(fs []plan.FoldGroup) {
 // redelivery of them is a duplicate. Entries of records after g's INSERT stay.
 func (r *run) fold(g *plan.FoldGroup) error {
 	k := g.Target
+	why := ""
 	for attempt := 0; attempt < 4; attempt++ {
 		park, err := r.consistentGet("reading the park of "+k.PK+" "+k.SK, parkKey(k))
 		if err != nil || len(park) == 0 {
@@ -84,10 +85,13 @@ func (r *run) fold(g *plan.FoldGroup) error {
 		if !errors.As(err, &cancel) || retryable(err) {
 			return err
 		}
-		// The target went missing or was written, or the park changed, since the reads:
-		// read them again.
+		// The target went missing or was written, or the park changed, since the reads.
+		why = reasons(cancel)
+		if t, err := r.consistentGet("reading "+k.PK+" "+k.SK+" after a failed fold", k); err != nil || len(t) == 0 {
+			return err // missing again (deleted, expired): its re-creation folds the park
+		}
 	}
-	return fmt.Errorf("folding the park into %s %s: it kept changing", k.PK, k.SK)
+	return fmt.Errorf("folding the park into %s %s: it kept changing (%s)", k.PK, k.SK, why)
 }
 
 func (r *run) consistentGet(what string, k plan.Key) (map[string]types.AttributeValue, error) {
@@ -260,4 +264,13 @@ func unchangedAttr(name string, item map[string]types.AttributeValue) expression
 		return expression.Name(name).Equal(val(v))
 	}
 	return expression.AttributeNotExists(expression.Name(name))
+}
+
+// reasons lists a canceled transaction's reasons, for messages.
+func reasons(c *types.TransactionCanceledException) string {
+	var out []string
+	for _, r := range c.CancellationReasons {
+		out = append(out, code(r.Code)+" "+aws.ToString(r.Message))
+	}
+	return strings.Join(out, "; ")
 }
