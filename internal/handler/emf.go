@@ -28,6 +28,11 @@ func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFaile
 		{"OldestRecordAge", "Milliseconds", o.Age.Milliseconds()},
 		{"RecordsWithoutImage", "Count", o.NoImage},
 		{"UnlinkedEffects", "Count", o.Unlinked},
+		{"MissingTargets", "Count", o.Stats.MissingTarget},
+		{"DeltasParked", "Count", o.Stats.Parked},
+		{"ParksFolded", "Count", o.Stats.Folded},
+		{"RestoresCompensated", "Count", o.Stats.Compensated},
+		{"AmbiguousRestores", "Count", o.Stats.AmbiguousRestores},
 	}
 	metrics := make([]map[string]string, 0, len(values))
 	line := map[string]any{"Function": function}
