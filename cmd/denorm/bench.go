@@ -19,9 +19,9 @@ func init() {
 }
 
 func runBench(ctx context.Context, args []string) error {
-	fs := newFlags("bench", "[--endpoint URL] [--workloads a,b] [--reps N] [--size full|smoke|tiny] [--batch-size N] [--out DIR]")
+	fs := newFlags("bench", "[FILE | --rules FILE] [--endpoint URL] [--workloads a,b] [--reps N] [--size full|smoke|tiny] [--batch-size N] [--out DIR]")
 	endpoint := fs.String("endpoint", os.Getenv("DENORM_DYNAMODB_ENDPOINT"), "DynamoDB Local endpoint; empty starts one")
-	rulesPath := fs.String("rules", "rules/social.yaml", "the social example's rules file (workloads use subsets of it)")
+	rulesFlag := fs.String("rules", "", "the social example's rules file, or the argument FILE (default "+exampleRules+"; workloads use subsets of it)")
 	workloads := fs.String("workloads", "", "comma-separated workloads (default all: comment-storm, posts-per-user, membership-churn, rename, social-mix)")
 	reps := fs.Int("reps", 2, "runs per system and workload (Denorm and the baseline alternate)")
 	size := fs.String("size", "full", "full (what docs/benchmarks.md reports), smoke (a few minutes) or tiny (seconds, for tests)")
@@ -33,13 +33,18 @@ func runBench(ctx context.Context, args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	perRun := fs.Bool("emulator-per-run", true, "start a fresh DynamoDB Local (scripts/dynamodb-local.sh) for every run and the ceiling, so that no run inherits the items and stream records of the runs before it; false uses --endpoint for all")
 	warm := fs.Duration("warmup", 3*time.Second, "warm each run's emulator with each request shape this long first (0: none)")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	rulesPath, err := rulesArg(fs, *rulesFlag, pos, exampleRules)
+	if err != nil {
 		return err
 	}
 	if *batch < 1 || *batch > 10000 {
 		return fmt.Errorf("--batch-size %d: want 1 to 10000, the range of a DynamoDB event source mapping", *batch)
 	}
-	cfg := bench.Config{RulesPath: *rulesPath, Reps: *reps, Seed: *seed, BatchSize: *batch, KeepTables: *keep, Progress: os.Stderr}
+	cfg := bench.Config{RulesPath: rulesPath, Reps: *reps, Seed: *seed, BatchSize: *batch, KeepTables: *keep, Progress: os.Stderr}
 	switch *size {
 	case "full":
 		cfg.Size = bench.Full

@@ -17,7 +17,7 @@ func TestBenchFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"bench", "--size", "huge"}, 1, `--size "huge": want full, smoke or tiny`},
-		{[]string{"bench", "--reps"}, 1, "flag needs an argument"},
+		{[]string{"bench", "--reps"}, 2, "flag needs an argument"},
 		{[]string{"bench", "-h"}, 0, "usage: denorm bench"},
 	} {
 		var code int

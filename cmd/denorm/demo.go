@@ -30,12 +30,17 @@ func init() {
 }
 
 func runDemo(ctx context.Context, args []string) error {
-	fs := newFlags("demo", "[--endpoint URL] [--rules FILE] [--bootstrap PATH] [--seed N]")
+	fs := newFlags("demo", "[FILE | --rules FILE] [--endpoint URL] [--bootstrap PATH] [--seed N]")
 	endpoint := fs.String("endpoint", os.Getenv("DENORM_DYNAMODB_ENDPOINT"), "DynamoDB endpoint; empty starts DynamoDB Local")
-	rulesPath := fs.String("rules", "rules/social.yaml", "rules file (the demo's workload is the social example's)")
+	rulesFlag := fs.String("rules", "", "rules file, or the argument FILE (default "+exampleRules+": the demo's workload is the social example's)")
 	bootstrap := fs.String("bootstrap", "", "run this built stream processor through the local Runtime API instead of in process")
 	seed := fs.Uint64("seed", 1, "workload seed")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	rulesPath, err := rulesArg(fs, *rulesFlag, pos, exampleRules)
+	if err != nil {
 		return err
 	}
 	out := os.Stdout
@@ -51,8 +56,8 @@ func runDemo(ctx context.Context, args []string) error {
 	if *bootstrap != "" {
 		mode = "as " + *bootstrap + " behind a local Lambda Runtime API"
 	}
-	fmt.Fprintf(out, "Denorm demo: rules %s, table %s on %s, stream processor %s\n\n", *rulesPath, table, ep, mode)
-	p, err := local.Start(ctx, local.Config{RulesPath: *rulesPath, Endpoint: ep, Table: table, Bootstrap: *bootstrap, Logger: log,
+	fmt.Fprintf(out, "Denorm demo: rules %s, table %s on %s, stream processor %s\n\n", rulesPath, table, ep, mode)
+	p, err := local.Start(ctx, local.Config{RulesPath: rulesPath, Endpoint: ep, Table: table, Bootstrap: *bootstrap, Logger: log,
 		Mapping: esm.Config{BatchSize: 100, MaximumRetryAttempts: esm.Int(5), BisectBatchOnFunctionError: true,
 			ReportBatchItemFailures: true, OnFailureDir: ".cache/demo/failures", PollInterval: 50 * time.Millisecond}})
 	if err != nil {
@@ -93,7 +98,7 @@ func runDemo(ctx context.Context, args []string) error {
 		time.Since(t1).Round(time.Millisecond), st.Records, st.Batches, st.Failures, st.OnFailure)
 
 	fmt.Fprintln(out, "3. Every copy, mirror, counter and sum is recomputed from its sources (denorm verify):")
-	f, err := rules.Load(*rulesPath)
+	f, err := rules.Load(rulesPath)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,17 +19,21 @@ func init() {
 }
 
 func runExplain(_ context.Context, args []string) error {
-	fs := newFlags("explain", "--rules FILE --event EVENT.json")
-	rulesPath := fs.String("rules", "", "rules file")
+	fs := newFlags("explain", "(FILE | --rules FILE) --event EVENT.json")
+	rulesFlag := fs.String("rules", "", "rules file (or give it as the argument FILE)")
 	eventPath := fs.String("event", "", "a Lambda DynamoDB stream event (JSON); - for standard input")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if *rulesPath == "" || *eventPath == "" {
-		fs.Usage()
-		return &exitError{code: 2, err: fmt.Errorf("--rules and --event are required")}
+	rulesPath, err := rulesArg(fs, *rulesFlag, pos, "")
+	if err != nil {
+		return err
 	}
-	set, err := rules.LoadSet(*rulesPath)
+	if *eventPath == "" {
+		return usageError(fs, "--event is required")
+	}
+	set, err := rules.LoadSet(rulesPath)
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
@@ -44,7 +49,9 @@ func runExplain(_ context.Context, args []string) error {
 	return explain(os.Stdout, set, data)
 }
 
-// explain prints each record's plan, then the coalesced batch.
+// explain prints each record's plan, then the coalesced batch. A record that cannot be
+// decoded is shown in its place, and makes the error (exit status 1): the stream processor
+// would fail it, so the event does not explain cleanly.
 func explain(w io.Writer, set *rules.Set, event []byte) error {
 	raws, err := record.SplitEvent(event)
 	if err != nil {
@@ -52,10 +59,12 @@ func explain(w io.Writer, set *rules.Set, event []byte) error {
 	}
 	p := plan.New(set)
 	var plans []plan.RecordPlan
+	var undecoded []error
 	for i, raw := range raws {
 		c, err := record.Decode(raw)
 		if err != nil {
 			fmt.Fprintf(w, "record %d: cannot be decoded: %v\n", i+1, err)
+			undecoded = append(undecoded, fmt.Errorf("record %d cannot be decoded: %w", i+1, err))
 			continue
 		}
 		fmt.Fprintf(w, "record %d: %s seq %s %s\n", i+1, c.Op, c.Seq, keyOf(set, c))
@@ -73,6 +82,9 @@ func explain(w io.Writer, set *rules.Set, event []byte) error {
 	b := plan.Coalesce(plans)
 	fmt.Fprintf(w, "batch: %d version-guarded writes, %d fan-outs, %d pulls, %d watermarked counter targets (one UpdateItem each), %d events with marker-guarded deltas (TransactWriteItems), %d fan-out jobs to continue\n",
 		len(b.Writes), len(b.FanOuts), len(b.Pulls), len(b.Watermarked), len(b.Marked), len(b.Jobs))
+	if len(undecoded) > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d of %d records cannot be decoded: %w", len(undecoded), len(raws), errors.Join(undecoded...))}
+	}
 	return nil
 }
 

@@ -55,14 +55,22 @@ func (m *mappingFlags) config(table string) esm.Config {
 }
 
 func runLocal(ctx context.Context, args []string) error {
-	fs := newFlags("local", "--rules FILE [--endpoint URL] [--table NAME] [--bootstrap PATH] [mapping flags]")
-	rulesPath := fs.String("rules", "rules/social.yaml", "rules file")
+	fs := newFlags("local", "(FILE | --rules FILE) [--endpoint URL] [--table NAME] [--bootstrap PATH] [mapping flags]")
+	rulesFlag := fs.String("rules", "", "rules file (or give it as the argument FILE)")
 	endpoint := fs.String("endpoint", os.Getenv("DENORM_DYNAMODB_ENDPOINT"), "DynamoDB endpoint; empty starts DynamoDB Local (scripts/dynamodb-local.sh)")
 	table := fs.String("table", "denorm-local", "table name (created from the rules file's table section if missing)")
 	bootstrap := fs.String("bootstrap", "", "run this built stream processor binary behind a local Lambda Runtime API instead of in process")
 	var mf mappingFlags
 	mf.register(fs)
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	rulesPath, err := rulesArg(fs, *rulesFlag, pos, "")
+	if err != nil {
+		return err
+	}
+	if err := tableArg(fs, *table); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -71,7 +79,7 @@ func runLocal(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stop()
-	p, err := local.Start(ctx, local.Config{RulesPath: *rulesPath, Endpoint: ep, Table: *table, Bootstrap: *bootstrap,
+	p, err := local.Start(ctx, local.Config{RulesPath: rulesPath, Endpoint: ep, Table: *table, Bootstrap: *bootstrap,
 		Mapping: mf.config(*table), Logger: log})
 	if err != nil {
 		return err

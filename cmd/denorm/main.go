@@ -73,22 +73,30 @@ func run(args []string) int {
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: denorm COMMAND [flags]\n\ncommands:")
 	names := make([]string, 0, len(commands))
+	width := 0
 	for n := range commands {
 		names = append(names, n)
+		width = max(width, len(n))
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, commands[n].summary)
+		fmt.Fprintf(os.Stderr, "  %-*s %s\n", width, n, commands[n].summary)
 	}
 	fmt.Fprintln(os.Stderr, "\nRun `denorm COMMAND -h` for a command's flags.")
 }
 
-// newFlags returns a flag set that prints its usage on -h and returns errors instead of exiting.
+// newFlags returns a flag set that prints its usage on -h and returns errors instead of
+// exiting. The flags heading is printed only above flags.
 func newFlags(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet("denorm "+name, flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: denorm %s %s\n\nflags:\n", name, synopsis)
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "usage: denorm %s %s\n", name, synopsis)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintf(fs.Output(), "\nflags:\n")
+			fs.PrintDefaults()
+		}
 	}
 	return fs
 }

@@ -17,16 +17,20 @@ func init() {
 // file gets "FILE: ok (N entities, M rules)" on stdout. Any bad file makes the exit status 1,
 // so CI and editors' task runners can use it as is.
 func runValidate(_ context.Context, args []string) error {
-	fs := newFlags("validate", "FILE...")
-	if err := fs.Parse(args); err != nil {
+	fs := newFlags("validate", "FILE... | --rules FILE")
+	rulesFlag := fs.String("rules", "", "rules file (or give the files as arguments)")
+	files, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return &exitError{code: 2, err: errors.New("no rules file given")}
+	if *rulesFlag != "" {
+		files = append([]string{*rulesFlag}, files...)
+	}
+	if len(files) == 0 {
+		return usageError(fs, "no rules file: give it as --rules FILE or as the argument FILE")
 	}
 	bad := 0
-	for _, path := range fs.Args() {
+	for _, path := range files {
 		f, err := rules.Load(path)
 		if err != nil {
 			bad++
@@ -43,7 +47,7 @@ func runValidate(_ context.Context, args []string) error {
 		fmt.Printf("%s: ok (%d entities, %d rules)\n", path, len(f.Entities), len(f.Rules))
 	}
 	if bad > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d of %d files invalid", bad, fs.NArg())}
+		return &exitError{code: 1, err: fmt.Errorf("%d of %d files invalid", bad, len(files))}
 	}
 	return nil
 }

@@ -30,10 +30,30 @@ func captureOutput(t *testing.T, fn func()) (stdout, stderr string) {
 	return string(o), string(e)
 }
 
+// writeFile writes a file under a temporary directory and returns its path.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestValidateCommand(t *testing.T) {
 	good := filepath.Join("..", "..", "rules", "social.yaml")
 	bad := filepath.Join("..", "..", "internal", "rules", "testdata", "bad-five.yaml")
 	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	unclosed := writeFile(t, "unclosed.yaml", "version: 1\nentities:\n  User:\n    attributes: [name, email\n    pk: \"USER#{userId}\"\n    sk: PROFILE\n")
+	renamed := writeFile(t, "renamed.yaml", `version: 1
+entities:
+  User: {pk: "USER#{userId}", sk: PROFILE, attributes: [name, taskCount]}
+  Task: {pk: "PROJECT#{projectId}", sk: "TASK#{taskId}", attributes: [title, assigneeId]}
+  AssignedTask: {pk: "USER#{assigneeId}", sk: "TASK#{taskId}", attributes: [title]}
+rules:
+  - name: assigned-count
+    count: {of: AssignedTask, into: User, attribute: taskCount}
+`)
 	for _, tc := range []struct {
 		name       string
 		args       []string
@@ -51,6 +71,15 @@ func TestValidateCommand(t *testing.T) {
 		{"good and bad", []string{good, bad}, 1, []string{good + ": ok"}, []string{bad + ":15:42:"}, false},
 		{"missing file", []string{missing}, 1, nil, []string{missing + ": reading rules file:"}, false},
 		{"no file", nil, 2, nil, []string{"usage: denorm validate FILE..."}, false},
+		{"--rules", []string{"--rules", good}, 0, []string{good + ": ok (9 entities, 11 rules)"}, nil, true},
+		// An unclosed '[' is reported where it opens (line 4), not where YAML gave up.
+		{"unclosed bracket", []string{unclosed}, 1, nil, []string{
+			unclosed + ":4:17: YAML syntax: the list this '[' opens lacks a ',' or its closing ']' (expected at line 5, column 7)"}, false},
+		// A variable named differently from the entity whose key holds it: the fix is a rename.
+		{"variable named otherwise", []string{renamed}, 1, nil, []string{
+			renamed + `:8:37: rule "assigned-count": User's pk "USER#{userId}" needs {userId}, which AssignedTask does not have: each AssignedTask must name the User it adds to; ` +
+				`did you mean {assigneeId}? AssignedTask's pk "USER#{assigneeId}" names it assigneeId: use one name in both templates, or add userId to AssignedTask's attributes ` +
+				`(AssignedTask has: {assigneeId, taskId} from its keys; title as attributes)`}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var code int

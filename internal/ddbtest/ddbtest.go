@@ -82,3 +82,33 @@ func NewTable(t testing.TB, db *dynamodb.Client, spec table.Spec) (string, *type
 	})
 	return name, desc
 }
+
+// NewRawTable creates a table from in, under a unique name that replaces in.TableName, and
+// enables TTL on ttlAttribute unless it is empty; the table is deleted when the test ends.
+// It is for tables Denorm would not create (no stream, other keys), which provision refuses.
+func NewRawTable(t testing.TB, db *dynamodb.Client, in *dynamodb.CreateTableInput, ttlAttribute string) string {
+	t.Helper()
+	name := TableName(t)
+	in.TableName = aws.String(name)
+	ctx := context.Background()
+	if _, err := db.CreateTable(ctx, in); err != nil {
+		t.Fatalf("creating table %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := provision.Delete(context.Background(), db, name); err != nil {
+			t.Logf("cleanup: %v", err)
+		}
+	})
+	w := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 100 * time.Millisecond })
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 2*time.Minute); err != nil {
+		t.Fatalf("waiting for table %s: %v", name, err)
+	}
+	if ttlAttribute != "" {
+		_, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(name),
+			TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(ttlAttribute), Enabled: aws.Bool(true)}})
+		if err != nil {
+			t.Fatalf("enabling TTL on %s: %v", name, err)
+		}
+	}
+	return name
+}

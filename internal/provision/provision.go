@@ -27,6 +27,9 @@ type API interface {
 // returns the table's description (with its LatestStreamArn). An existing table is checked
 // for a NEW_AND_OLD_IMAGES stream, which Denorm needs.
 func Ensure(ctx context.Context, api API, name string, spec table.Spec) (*types.TableDescription, error) {
+	if err := table.CheckName(name); err != nil {
+		return nil, err
+	}
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}

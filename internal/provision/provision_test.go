@@ -2,6 +2,8 @@ package provision_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,4 +94,12 @@ func firstRecord(t *testing.T, c *dynamodbstreams.Client, arn string) stypes.Rec
 	}
 	t.Fatal("no stream record within 10 s")
 	return stypes.Record{}
+}
+
+// A name DynamoDB would refuse is refused before CreateTable, saying what a name may hold.
+func TestEnsureRefusesBadName(t *testing.T) {
+	_, err := provision.Ensure(context.Background(), nil, "my table!", table.Default())
+	if !errors.Is(err, table.ErrBadName) || !strings.Contains(err.Error(), "3 to 255 characters") {
+		t.Errorf("Ensure(%q) = %v, want table.ErrBadName", "my table!", err)
+	}
 }
