@@ -17,17 +17,14 @@ func init() {
 // say: it is verify --repair with a write-capacity cap, a checkpoint to resume from, and a
 // dry run. Interrupted (Ctrl-C), it saves the checkpoint and says how to resume.
 func runBackfill(ctx context.Context, args []string) error {
-	fs := newFlags("backfill", "--rules FILE --table NAME [--endpoint URL] [--rule NAME] [--segments N] [--max-wcu N] [--dry-run] [--checkpoint FILE]")
+	fs := newFlags("backfill", "(FILE | --rules FILE) --table NAME [--endpoint URL] [--rule NAME | --only RULE,...] [--settle D] [--segments N] [--max-wcu N] [--dry-run] [--checkpoint FILE]")
 	var o opsFlags
 	// Small pages keep the checkpoint close behind the writes: an interrupted page is
 	// redone, and a 1 MB page can hold thousands of writes at the capacity cap.
 	o.register(fs, 100, 100)
 	dryRun := fs.Bool("dry-run", false, "write nothing: report what the backfill would change")
 	checkpoint := fs.String("checkpoint", "", "resume from and save progress to this file (removed when the backfill completes)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := o.check(fs); err != nil {
+	if err := o.parse(fs, args); err != nil {
 		return err
 	}
 	mode := "backfill"

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"golang.org/x/term"
 
@@ -28,13 +29,16 @@ type opsFlags struct {
 	pageSize                     int
 	maxWCU                       float64
 	json, noProgress             bool
+	only                         string        // comma-separated rule names (only.go)
+	settle                       time.Duration // counter recounts (docs/operations.md)
 }
 
 func (o *opsFlags) register(fs *flag.FlagSet, defaultWCU float64, defaultPage int) {
-	fs.StringVar(&o.rules, "rules", "", "rules file (required)")
+	fs.StringVar(&o.rules, "rules", "", "rules file (or give it as the argument FILE)")
 	fs.StringVar(&o.table, "table", "", "table name (required)")
 	fs.StringVar(&o.endpoint, "endpoint", os.Getenv("DENORM_DYNAMODB_ENDPOINT"), "DynamoDB endpoint URL (DynamoDB Local, LocalStack); empty for AWS")
 	fs.StringVar(&o.rule, "rule", "", "only this rule")
+	o.registerOnly(fs)
 	fs.IntVar(&o.segments, "segments", 4, "parallel scan segments")
 	fs.IntVar(&o.pageSize, "page-size", defaultPage, "items per Scan page (0: DynamoDB's 1 MB pages)")
 	fs.Float64Var(&o.maxWCU, "max-wcu", defaultWCU, "write capacity units per second the writes may consume (0: no limit)")
@@ -43,14 +47,20 @@ func (o *opsFlags) register(fs *flag.FlagSet, defaultWCU float64, defaultPage in
 	fs.BoolVar(&o.noProgress, "no-progress", false, "no progress bar (it is shown only when stderr is a terminal)")
 }
 
-func (o *opsFlags) check(fs *flag.FlagSet) error {
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return &exitError{code: 2, err: fmt.Errorf("unexpected arguments %q", fs.Args())}
+// parse parses args and checks the flags; the rules file may be the one argument.
+func (o *opsFlags) parse(fs *flag.FlagSet, args []string) error {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
 	}
-	if o.rules == "" || o.table == "" {
-		fs.Usage()
-		return &exitError{code: 2, err: errors.New("--rules and --table are required")}
+	if o.rules, err = rulesArg(fs, o.rules, pos, ""); err != nil {
+		return err
+	}
+	if err := tableArg(fs, o.table); err != nil {
+		return err
+	}
+	if err := o.checkOnly(fs); err != nil {
+		return err
 	}
 	if o.segments < 1 || o.segments > 1000000 {
 		return &exitError{code: 2, err: fmt.Errorf("--segments %d: want 1 to 1000000", o.segments)}
@@ -71,7 +81,7 @@ func (o *opsFlags) config(ctx context.Context, mode string) (ops.Config, error) 
 	if err != nil {
 		return ops.Config{}, &exitError{code: 2, err: err}
 	}
-	ev, err := ops.NewEvaluator(f, o.rule)
+	ev, err := ops.NewEvaluatorFor(f, o.selected())
 	if err != nil {
 		return ops.Config{}, &exitError{code: 2, err: err}
 	}
@@ -82,9 +92,14 @@ func (o *opsFlags) config(ctx context.Context, mode string) (ops.Config, error) 
 	// Long scans must ride out throttling rather than stop at the SDK's default 3 attempts.
 	cfg.RetryMaxAttempts = 10
 	client, _ := awsconf.Clients(cfg, o.endpoint != "")
-	sum := sha256.Sum256(append(data, "\x00rule="+o.rule...))
+	id := "\x00rule=" + o.rule
+	if o.only != "" {
+		id += "\x00only=" + o.only
+	}
+	sum := sha256.Sum256(append(data, id...))
 	c := ops.Config{API: client, Table: o.table, Eval: ev, Mode: mode, Segments: o.segments,
-		PageSize: int32(o.pageSize), MaxWCU: o.maxWCU, Examples: o.examples, RulesID: hex.EncodeToString(sum[:8])}
+		PageSize: int32(o.pageSize), MaxWCU: o.maxWCU, Examples: o.examples, RulesID: hex.EncodeToString(sum[:8]),
+		Settle: o.settle}
 	if !o.noProgress && term.IsTerminal(int(os.Stderr.Fd())) {
 		c.Progress = os.Stderr
 	}
@@ -104,14 +119,11 @@ func (o *opsFlags) print(w io.Writer, rep *ops.Report) error {
 // without --repair, so monitoring sees that something drifted; the report says what was
 // repaired.
 func runVerify(ctx context.Context, args []string) error {
-	fs := newFlags("verify", "--rules FILE --table NAME [--endpoint URL] [--rule NAME] [--repair] [--json] [--examples N]")
+	fs := newFlags("verify", "(FILE | --rules FILE) --table NAME [--endpoint URL] [--rule NAME | --only RULE,...] [--repair] [--json] [--examples N]")
 	var o opsFlags
 	o.register(fs, 0, 0)
 	repair := fs.Bool("repair", false, "repair drift with conditional writes (safe while the stream processor runs; see docs/operations.md)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := o.check(fs); err != nil {
+	if err := o.parse(fs, args); err != nil {
 		return err
 	}
 	mode := "verify"

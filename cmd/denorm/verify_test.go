@@ -46,13 +46,13 @@ func TestOpsFlags(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{[]string{"verify"}, 2, "--rules and --table are required"},
-		{[]string{"backfill", "--rules", socialRules}, 2, "--rules and --table are required"},
-		{[]string{"verify", "--rules", socialRules, "--table", "T", "extra"}, 2, "unexpected arguments"},
-		{[]string{"verify", "--rules", socialRules, "--table", "T", "--segments", "0"}, 2, "--segments 0"},
-		{[]string{"backfill", "--rules", socialRules, "--table", "T", "--max-wcu", "-1"}, 2, "cannot be negative"},
-		{[]string{"verify", "--rules", socialRules, "--table", "T", "--rule", "nope"}, 2, `no rule "nope"`},
-		{[]string{"verify", "--rules", "missing.yaml", "--table", "T"}, 2, "reading rules file"},
+		{[]string{"verify"}, 2, "no rules file"},
+		{[]string{"backfill", "--rules", socialRules}, 2, "--table is required"},
+		{[]string{"verify", "--rules", socialRules, "--table", "Social", "extra"}, 2, "unexpected arguments"},
+		{[]string{"verify", "--rules", socialRules, "--table", "Social", "--segments", "0"}, 2, "--segments 0"},
+		{[]string{"backfill", "--rules", socialRules, "--table", "Social", "--max-wcu", "-1"}, 2, "cannot be negative"},
+		{[]string{"verify", "--rules", socialRules, "--table", "Social", "--rule", "nope"}, 2, `no rule "nope"`},
+		{[]string{"verify", "--rules", "missing.yaml", "--table", "Social"}, 2, "reading rules file"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, _, errOut := denorm(t, tc.args...)

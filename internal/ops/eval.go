@@ -27,30 +27,70 @@ type Evaluator struct {
 type ruleSet struct {
 	set *rules.Set
 	r   *rules.CompiledRule
+	// query reads a count or sum target's sources from the target (nil: only a scan finds
+	// them).
+	query *sourceQuery
 }
 
 // NewEvaluator compiles f's rules, or only the rule named only when it is not empty.
 func NewEvaluator(f *rules.File, only string) (*Evaluator, error) {
+	if only == "" {
+		return NewEvaluatorFor(f, nil)
+	}
+	return NewEvaluatorFor(f, []string{only})
+}
+
+// UnknownRulesError names rules asked for that the file does not have.
+type UnknownRulesError struct {
+	Path    string
+	Unknown []string
+	Known   []string // every rule of the file, in file order
+}
+
+func (e *UnknownRulesError) Error() string {
+	q := make([]string, len(e.Unknown))
+	for i, n := range e.Unknown {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return fmt.Sprintf("no rule %s in %s (rules: %s)", strings.Join(q, ", "), e.Path, strings.Join(e.Known, ", "))
+}
+
+// NewEvaluatorFor compiles f's rules, or only those named in only when it is not empty.
+// A name f does not have is an *UnknownRulesError.
+func NewEvaluatorFor(f *rules.File, only []string) (*Evaluator, error) {
 	if _, err := rules.Compile(f); err != nil {
 		return nil, err
+	}
+	want := map[string]bool{}
+	for _, n := range only {
+		want[n] = true
 	}
 	ev := &Evaluator{spec: f.Table}
 	var names []string
 	for i := range f.Rules {
 		names = append(names, f.Rules[i].Name)
-		if only != "" && f.Rules[i].Name != only {
+		if len(only) > 0 && !want[f.Rules[i].Name] {
 			continue
 		}
+		delete(want, f.Rules[i].Name)
 		g := *f
 		g.Rules = []rules.Rule{f.Rules[i]}
 		set, err := rules.Compile(&g)
 		if err != nil {
 			return nil, fmt.Errorf("compiling rule %q alone: %w", f.Rules[i].Name, err)
 		}
-		ev.rules = append(ev.rules, ruleSet{set: set, r: set.Compiled()[0]})
+		r := set.Compiled()[0]
+		ev.rules = append(ev.rules, ruleSet{set: set, r: r, query: sourceQueryOf(f.Table, r)})
 	}
-	if only != "" && len(ev.rules) == 0 {
-		return nil, fmt.Errorf("no rule %q in %s (rules: %s)", only, f.Path, strings.Join(names, ", "))
+	if len(want) > 0 {
+		e := &UnknownRulesError{Path: f.Path, Known: names}
+		for _, n := range only {
+			if want[n] {
+				e.Unknown = append(e.Unknown, n)
+				delete(want, n)
+			}
+		}
+		return nil, e
 	}
 	ev.levels = levels(ev.rules)
 	return ev, nil

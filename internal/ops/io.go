@@ -24,6 +24,7 @@ type API interface {
 	DescribeTable(context.Context, *dynamodb.DescribeTableInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
@@ -79,6 +80,49 @@ func (d *db) get(ctx context.Context, k plan.Key) (record.Item, error) {
 		return nil
 	})
 	return item, err
+}
+
+// query reads every item of one partition of the table (index "") or of a global index
+// whose sort key starts with skPrefix ("" for all), page by page; strongly consistent when
+// asked (the table and local indexes only).
+func (d *db) query(ctx context.Context, index, pkAttr, pk, skAttr, skPrefix string, consistent bool) ([]record.Item, error) {
+	kc := expression.Key(pkAttr).Equal(expression.Value(pk))
+	if skAttr != "" && skPrefix != "" {
+		kc = kc.And(expression.Key(skAttr).BeginsWith(skPrefix))
+	}
+	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return nil, fmt.Errorf("building query of %s: %w", pk, err)
+	}
+	in := &dynamodb.QueryInput{TableName: aws.String(d.table), KeyConditionExpression: e.KeyCondition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}
+	if index != "" {
+		in.IndexName = aws.String(index)
+	}
+	if consistent {
+		in.ConsistentRead = aws.Bool(true)
+	}
+	var items []record.Item
+	for {
+		var out *dynamodb.QueryOutput
+		err := retry(ctx, "querying "+pk, func(ctx context.Context) error {
+			var err error
+			out, err = d.api.Query(ctx, in)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		d.consumed(false, out.ConsumedCapacity)
+		for _, it := range out.Items {
+			items = append(items, record.Item(it))
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return items, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
 }
 
 // update runs a conditional UpdateItem.

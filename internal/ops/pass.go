@@ -194,7 +194,12 @@ func (r *runner) repairDrifts(ctx context.Context, pool chan *repairer, drifts [
 	errs := make([]error, len(drifts))
 	if r.cfg.Repair {
 		var wg sync.WaitGroup
+		var recounts []int
 		for i := range drifts {
+			if r.cfg.Eval.rules[drifts[i].Rule].query != nil {
+				recounts = append(recounts, i)
+				continue
+			}
 			rp := <-pool
 			wg.Add(1)
 			go func(i int) {
@@ -203,6 +208,9 @@ func (r *runner) repairDrifts(ctx context.Context, pool chan *repairer, drifts [
 			}(i)
 		}
 		wg.Wait()
+		if len(recounts) > 0 {
+			r.recount(ctx, pool, drifts, recounts, outcomes, errs)
+		}
 		for _, err := range errs {
 			if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 				return err

@@ -188,8 +188,9 @@ func (rp *repairer) mirror(ctx context.Context, d *Drift) (Outcome, error) {
 	return Conflict, nil
 }
 
-// counter sets a count or sum to its true value, on condition that the target still holds
-// the value seen and its watermark has not moved: a delta that landed since wins, and the
+// counter sets a count or sum whose sources only a scan finds to the scan's total, on
+// condition that the target still holds the value seen and its watermark and write count
+// have not moved: a delta that landed since wins, and the
 // item is re-read and re-checked instead of retried, because the scan's total may be the
 // stale one.
 func (rp *repairer) counter(ctx context.Context, d *Drift) (Outcome, error) {
@@ -205,9 +206,12 @@ func (rp *repairer) counter(ctx context.Context, d *Drift) (Outcome, error) {
 	if target == nil {
 		cond = expression.AttributeNotExists(expression.Name(spec.PartitionKey))
 	} else {
+		// Every delta raises the watermark or the write count: with both unchanged, no
+		// delta landed since the scan, even one that left the counter's value as it was.
 		cond = expression.AttributeExists(expression.Name(spec.PartitionKey)).
 			And(unchanged(attr, target[attr])).
-			And(unchanged(apply.WatermarkAttr, target[apply.WatermarkAttr]))
+			And(unchanged(apply.WatermarkAttr, target[apply.WatermarkAttr])).
+			And(unchanged(rules.WritesAttr, target[rules.WritesAttr]))
 	}
 	err := rp.db.update(ctx, d.Key, ub, cond)
 	if err == nil {

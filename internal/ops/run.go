@@ -43,6 +43,11 @@ type Config struct {
 	Examples int
 	// Concurrency is how many repairs one segment has in flight (default 8).
 	Concurrency int
+	// Settle is how long a counter recount waits between reading a target's sources and
+	// writing its total, so that deltas of source writes still on the stream land first
+	// and are noticed (0: no wait). Set it above the stream's lag: the event source
+	// mapping's IteratorAge plus its batching window. See docs/operations.md.
+	Settle time.Duration
 	// Checkpoint is the file that makes the run resumable ("" for none). It is written
 	// atomically after pages (at most every CheckpointEvery, default 2 s), when a segment
 	// finishes and when the run stops, and removed when the run completes.

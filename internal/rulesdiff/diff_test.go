@@ -1,0 +1,184 @@
+package rulesdiff_test
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/rulesdiff"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden plan.txt files")
+
+// Each case is a pair of rules files in testdata/<name>/ (old.yaml, new.yaml) and the
+// printed comparison in plan.txt.
+func TestCompare(t *testing.T) {
+	type cleanup struct {
+		entity   string
+		attrs    string // comma-separated
+		parked   string
+		registry bool
+	}
+	for _, tc := range []struct {
+		name     string
+		action   bool
+		status   map[string]rulesdiff.Status // rules not listed are unchanged
+		backfill []string
+		cleanups map[string]cleanup // by old rule
+		matching []string           // entities that recognise items differently
+		table    []rulesdiff.Order
+	}{
+		{name: "cosmetic", action: false},
+		{name: "rollout", action: true,
+			status:   map[string]rulesdiff.Status{"folder-size": rulesdiff.Changed, "user-comment-count": rulesdiff.Added, "comment-author": rulesdiff.Removed},
+			backfill: []string{"folder-size", "user-comment-count"},
+			cleanups: map[string]cleanup{"comment-author": {"Comment", "_dnv_comment-author,userAvatar,userName", "", true}}},
+		{name: "copies", action: true,
+			status:   map[string]rulesdiff.Status{"comment-author": rulesdiff.Changed, "comment-email": rulesdiff.Added},
+			backfill: []string{"comment-author", "comment-email"},
+			// The rule stays: only the attribute it no longer copies goes, not its version.
+			cleanups: map[string]cleanup{"comment-author": {"Comment", "userAvatar", "", false}}},
+		{name: "renamed", action: true,
+			status:   map[string]rulesdiff.Status{"comment-user": rulesdiff.Renamed, "post-comments": rulesdiff.Renamed},
+			cleanups: map[string]cleanup{"comment-author": {"Comment", "_dnv_comment-author", "", true}}},
+		{name: "entity-keys", action: true,
+			status:   map[string]rulesdiff.Status{"comment-author": rulesdiff.Changed, "post-comment-count": rulesdiff.Changed},
+			backfill: []string{"comment-author", "post-comment-count"},
+			matching: []string{"Comment"}},
+		{name: "indexes", action: true,
+			status:   map[string]rulesdiff.Status{"comment-author": rulesdiff.Changed, "post-comment-count": rulesdiff.Changed},
+			backfill: []string{"comment-author", "post-comment-count"},
+			matching: []string{"Comment"},
+			table:    []rulesdiff.Order{rulesdiff.Setting, rulesdiff.NewTable, rulesdiff.AfterDeploy, rulesdiff.BeforeDeploy}},
+		{name: "counters", action: true,
+			status: map[string]rulesdiff.Status{"user-posts": rulesdiff.Changed, "user-post-count": rulesdiff.Changed,
+				"folder-file-count": rulesdiff.Changed, "folder-size": rulesdiff.Changed, "post-comment-count": rulesdiff.Removed},
+			// onExpiry ignore and a dropped mirror attribute need no backfill.
+			backfill: []string{"folder-file-count", "user-post-count"},
+			cleanups: map[string]cleanup{
+				"user-posts":         {"UserPost", "status", "", false},
+				"user-post-count":    {"User", "postCount", "postCount", false},
+				"post-comment-count": {"Post", "_dn_n,_dn_wm,commentCount", "commentCount", false},
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join("testdata", tc.name)
+			d := compare(t, filepath.Join(dir, "old.yaml"), filepath.Join(dir, "new.yaml"))
+			if got := d.NeedsAction(); got != tc.action {
+				t.Errorf("NeedsAction = %t, want %t", got, tc.action)
+			}
+			for _, r := range d.Rules {
+				want := tc.status[r.Name]
+				if want == "" {
+					want = rulesdiff.Unchanged
+				}
+				if r.Status != want {
+					t.Errorf("rule %s: %s, want %s", r.Name, r.Status, want)
+				}
+			}
+			if got := d.Backfill(); !reflect.DeepEqual(got, tc.backfill) {
+				t.Errorf("backfill %v, want %v", got, tc.backfill)
+			}
+			got := map[string]cleanup{}
+			for _, c := range d.Cleanups() {
+				got[c.Rule] = cleanup{c.Entity, strings.Join(c.Attributes, ","), strings.Join(c.Parked, ","), c.Registry}
+			}
+			if len(got) == 0 {
+				got = nil
+			}
+			if !reflect.DeepEqual(got, tc.cleanups) {
+				t.Errorf("cleanups\n got %v\nwant %v", got, tc.cleanups)
+			}
+			var matching []string
+			for _, e := range d.Entities {
+				if e.Matching {
+					matching = append(matching, e.Name)
+				}
+			}
+			if !reflect.DeepEqual(matching, tc.matching) {
+				t.Errorf("entities recognising items differently: %v, want %v", matching, tc.matching)
+			}
+			var orders []rulesdiff.Order
+			for _, tb := range d.Table {
+				orders = append(orders, tb.Order)
+			}
+			if !reflect.DeepEqual(orders, tc.table) {
+				t.Errorf("table changes %v, want %v", orders, tc.table)
+			}
+			var buf bytes.Buffer
+			if err := d.WriteText(&buf, "Social"); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, filepath.Join(dir, "plan.txt"), buf.Bytes())
+		})
+	}
+}
+
+// Swapping the files swaps added and removed: what one direction backfills, the other
+// cleans up.
+func TestCompareBothWays(t *testing.T) {
+	dir := filepath.Join("testdata", "rollout")
+	back := compare(t, filepath.Join(dir, "new.yaml"), filepath.Join(dir, "old.yaml"))
+	status := map[string]rulesdiff.Status{}
+	for _, r := range back.Rules {
+		status[r.Name] = r.Status
+	}
+	if status["comment-author"] != rulesdiff.Added || status["user-comment-count"] != rulesdiff.Removed || status["folder-size"] != rulesdiff.Changed {
+		t.Errorf("rolling back: %v", status)
+	}
+	cs := back.Cleanups("user-comment-count")
+	if len(cs) != 1 || strings.Join(cs[0].Attributes, ",") != "commentCount" {
+		t.Errorf("rolling back cleans up %+v, want commentCount of User (the bookkeeping stays: user-post-count counts into User)", cs)
+	}
+}
+
+// A file compared with itself needs nothing, for every example in the repository.
+func TestCompareSelf(t *testing.T) {
+	files, _ := filepath.Glob("../../rules/*.yaml")
+	more, _ := filepath.Glob("../../tests/testdata/*.yaml")
+	for _, path := range append(files, more...) {
+		d := compare(t, path, path)
+		if d.NeedsAction() || len(d.Backfill()) > 0 || len(d.Cleanups()) > 0 {
+			t.Errorf("%s against itself needs action: %+v", path, d)
+		}
+	}
+}
+
+func compare(t *testing.T, oldPath, newPath string) *rulesdiff.Diff {
+	t.Helper()
+	o, err := rules.Load(oldPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := rules.Load(newPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := rulesdiff.Compare(o, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}

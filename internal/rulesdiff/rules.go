@@ -1,0 +1,307 @@
+package rulesdiff
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// field is one setting of a rule as it behaves: defaults filled in, the copy's way to its
+// targets resolved, maps and sets in a fixed order. Two rules with the same fields do the
+// same thing, whatever the files look like.
+type field struct{ name, val string }
+
+func fields(r *rules.CompiledRule) []field {
+	switch r.Kind {
+	case rules.KindCopy:
+		c := r.Copy
+		return []field{{"from", c.From}, {"to", c.To}, {"via", r.Via}, {"set", mapping(c.Set)},
+			{"onSourceDelete", orDefault(c.OnSourceDelete, rules.OnDeleteKeep)}}
+	case rules.KindMirror:
+		m := r.Mirror
+		return []field{{"from", m.From}, {"to", m.To}, {"attributes", list(m.Attributes)}}
+	case rules.KindCount, rules.KindSum:
+		a := r.Agg
+		fs := []field{{"of", a.Of}, {"into", a.Into}, {"attribute", a.Attribute}}
+		if r.Kind == rules.KindSum {
+			fs = append(fs, field{"value", a.Value})
+		}
+		return append(fs, field{"where", where(a.Where)},
+			field{"onExpiry", orDefault(a.OnExpiry, rules.OnExpiryRemove)},
+			field{"missingTarget", orDefault(a.MissingTarget, rules.MissingSkip)})
+	default:
+		panic(fmt.Sprintf("rulesdiff: rule %q has unknown kind %q", r.Name, r.Kind))
+	}
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func mapping(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ": " + m[k]
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func list(s []string) string {
+	s = append([]string(nil), s...)
+	sort.Strings(s)
+	return "[" + strings.Join(s, ", ") + "]"
+}
+
+// where shows a where clause with each value's type: "1" and 1 are different conditions.
+func where(m map[string]any) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		v := m[k]
+		if s, ok := v.(string); ok {
+			parts[i] = fmt.Sprintf("%s: %q", k, s)
+		} else {
+			parts[i] = fmt.Sprintf("%s: %v", k, v)
+		}
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func sameFields(a, b []field) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func byName(s *rules.Set) map[string]*rules.CompiledRule {
+	m := map[string]*rules.CompiledRule{}
+	for _, r := range s.Compiled() {
+		m[r.Name] = r
+	}
+	return m
+}
+
+// compareRules lists every rule of newSet in file order, then the rules of oldSet that are
+// gone, each with what it needs.
+func compareRules(oldSet, newSet *rules.Set, ents []Entity, tbl []Table) []Rule {
+	olds, news := byName(oldSet), byName(newSet)
+	// A removed rule and an added one with the same definition are a rename.
+	renamedFrom := map[string]string{}
+	taken := map[string]bool{}
+	for _, n := range newSet.Compiled() {
+		if olds[n.Name] != nil {
+			continue
+		}
+		for _, o := range oldSet.Compiled() {
+			if news[o.Name] == nil && !taken[o.Name] && o.Kind == n.Kind && sameFields(fields(o), fields(n)) {
+				renamedFrom[n.Name], taken[o.Name] = o.Name, true
+				break
+			}
+		}
+	}
+	matching := map[string]bool{}
+	for _, e := range ents {
+		if e.Matching {
+			matching[e.Name] = true
+		}
+	}
+	changedIndex := map[string]bool{}
+	for _, t := range tbl {
+		if t.index != "" {
+			changedIndex[t.index] = true
+		}
+	}
+	var out []Rule
+	for _, n := range newSet.Compiled() {
+		rc := Rule{Name: n.Name, Kind: n.Kind}
+		o := olds[n.Name]
+		switch {
+		case o == nil && renamedFrom[n.Name] != "":
+			rc.Status, rc.OldName = Renamed, renamedFrom[n.Name]
+			rc.Why = "same definition as " + rc.OldName + ": its targets are right already"
+			rc.Cleanup = cleanup(olds[rc.OldName], newSet)
+		case o == nil:
+			rc.Status, rc.Backfill = Added, true
+			rc.Why = "new rule: the targets of the items that exist were never computed"
+		case o.Kind != n.Kind:
+			rc.Status, rc.Backfill = Changed, true
+			rc.Fields = []string{fmt.Sprintf("kind: %s -> %s", o.Kind, n.Kind)}
+			rc.Why = "another kind of rule under the same name"
+			rc.Cleanup = cleanup(o, newSet)
+		default:
+			rc.Fields, rc.Backfill, rc.Why = changes(o, n)
+			if len(rc.Fields) > 0 {
+				rc.Status = Changed
+			} else {
+				rc.Status = Unchanged
+			}
+			rc.Cleanup = cleanup(o, newSet)
+		}
+		if !rc.Backfill && rc.Status != Added {
+			// A rule that did not change still reads or writes items recognised
+			// differently now, or finds its targets on an index that changed.
+			var why []string
+			for _, e := range []string{n.Source.Name, n.Target.Name} {
+				if matching[e] {
+					why = appendUniq(why, "entity "+e+" recognises items differently")
+				}
+			}
+			if n.Kind == rules.KindCopy && changedIndex[n.Via] {
+				why = append(why, "its targets are found on index "+n.Via+", which changed")
+			}
+			if len(why) > 0 {
+				if rc.Status == Unchanged || rc.Status == Renamed {
+					rc.Status = Changed
+				}
+				rc.Backfill, rc.Why = true, strings.Join(why, "; ")
+			}
+		}
+		if rc.Cleanup.Empty() {
+			rc.Cleanup = nil
+		}
+		out = append(out, rc)
+	}
+	for _, o := range oldSet.Compiled() {
+		if news[o.Name] != nil || taken[o.Name] {
+			continue
+		}
+		rc := Rule{Name: o.Name, Kind: o.Kind, Status: Removed, Cleanup: cleanup(o, newSet)}
+		if rc.Cleanup.Empty() {
+			rc.Cleanup = nil
+			rc.Why = "nothing left to clean up: the new rules write everything it wrote"
+		}
+		if o.Kind == rules.KindMirror {
+			rc.Why = "the mirror items stay: they are items, not attributes; delete them if nothing reads them"
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+func appendUniq(s []string, v string) []string {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+// changes compares two rules of one kind: the fields that differ, whether the targets need
+// a backfill, and why (or why not).
+func changes(o, n *rules.CompiledRule) ([]string, bool, string) {
+	of, nf := fields(o), fields(n)
+	var diffs []string
+	var backfill, quiet []string
+	for i := range nf {
+		if of[i] == nf[i] {
+			continue
+		}
+		name := nf[i].name
+		diffs = append(diffs, fmt.Sprintf("%s: %s -> %s", name, of[i].val, nf[i].val))
+		switch name {
+		case "set":
+			added, removed := setChanges(o.Copy.Set, n.Copy.Set)
+			if len(added) > 0 {
+				backfill = append(backfill, "copies "+strings.Join(added, ", ")+" now")
+			}
+			if len(removed) > 0 {
+				quiet = append(quiet, "no longer copies "+strings.Join(removed, ", "))
+			}
+		case "attributes":
+			added, removed := listChanges(o.Mirror.Attributes, n.Mirror.Attributes)
+			if len(added) > 0 {
+				backfill = append(backfill, "mirrors "+strings.Join(added, ", ")+" now")
+			}
+			if len(removed) > 0 {
+				quiet = append(quiet, "no longer mirrors "+strings.Join(removed, ", "))
+			}
+		case "onSourceDelete":
+			if nf[i].val == rules.OnDeleteKeep {
+				quiet = append(quiet, "onSourceDelete keep leaves the targets of deleted sources as they are")
+			} else {
+				backfill = append(backfill, "onSourceDelete "+nf[i].val+" applies to the targets of sources deleted before the deploy")
+			}
+		case "onExpiry":
+			if nf[i].val == rules.OnExpiryIgnore {
+				quiet = append(quiet, "onExpiry ignore only keeps future expiries counted")
+			} else {
+				backfill = append(backfill, "onExpiry remove: the counters still count items that expired")
+			}
+		case "missingTarget":
+			if nf[i].val == rules.MissingSkip {
+				quiet = append(quiet, "missingTarget skip creates no more targets; those created stay")
+			} else {
+				backfill = append(backfill, "missingTarget create: targets missing now are created by the backfill")
+			}
+		default:
+			backfill = append(backfill, name+" changed: every target is computed differently")
+		}
+	}
+	if len(backfill) > 0 {
+		return diffs, true, strings.Join(backfill, "; ")
+	}
+	return diffs, false, strings.Join(quiet, "; ")
+}
+
+// setChanges returns the target attributes of a copy that are new or copy another source
+// attribute, and those no longer copied.
+func setChanges(o, n map[string]string) (added, removed []string) {
+	for t, s := range n {
+		if o[t] != s {
+			added = append(added, t)
+		}
+	}
+	for t := range o {
+		if _, ok := n[t]; !ok {
+			removed = append(removed, t)
+		}
+	}
+	sort.Strings(added)
+	sort.Strings(removed)
+	return added, removed
+}
+
+func listChanges(o, n []string) (added, removed []string) {
+	in := func(s []string, v string) bool {
+		for _, x := range s {
+			if x == v {
+				return true
+			}
+		}
+		return false
+	}
+	for _, a := range n {
+		if !in(o, a) {
+			added = append(added, a)
+		}
+	}
+	for _, a := range o {
+		if !in(n, a) {
+			removed = append(removed, a)
+		}
+	}
+	sort.Strings(added)
+	sort.Strings(removed)
+	return added, removed
+}
