@@ -142,7 +142,9 @@ func TestRestoreCost(t *testing.T) {
 		writes int
 	}{
 		{"post PutItem (watermark)", func() { e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1", "title": "edited"}) }, 1},
-		{"profile PutItem (marker)", func() { e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ada", "email": "ada@example.com"}) }, 1},
+		{"profile PutItem (marker)", func() {
+			e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ada", "email": "ada@example.com"})
+		}, 1},
 		{"post SET counters (watermark)", func() {
 			e.update("POST#p1", "METADATA", "SET commentCount = :z, likeTotal = :z", map[string]types.AttributeValue{":z": &types.AttributeValueMemberN{Value: "0"}})
 		}, 1},
