@@ -4,16 +4,17 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 )
 
-// pull fills a copy target from the current source item. It writes only what differs, and
-// only if nothing has changed the target's copied attributes since the record was written
-// (the version and the values the record saw are still there), so a pull never overwrites
-// a newer pushed value nor stamps a version on values it did not check.
+// pull fills a copy target from the current source item. When the source still holds the
+// values of the push the fan-out registry names, it writes them as that push would (with
+// its version, guarded by it). Otherwise it writes only what differs, and only if nothing
+// has changed the target's copied attributes since the record was written (the version and
+// the values the record saw are still there). Either way a pull never overwrites a newer
+// pushed value nor stamps a version on values it did not write.
 func (r *run) pull(p *plan.Pull) error {
 	c := p.Rule.Copy
 	proj := expression.NamesList(expression.Name(c.Set[c.SetOrder[0]]))
@@ -58,22 +59,42 @@ func (r *run) pull(p *plan.Pull) error {
 			stamp = "" // the target already holds that version or a newer one
 		}
 	}
-	if len(set) == 0 && len(remove) == 0 && stamp == "" {
-		r.count(func(s *Stats) { s.Unchanged++ })
-		return nil
+	// A target found on an index is pulled only while it still carries the link its record
+	// saw: one re-linked to another source meanwhile is left to that source's pull.
+	var link []plan.AttrValue
+	if idx := p.Rule.QueryIndex; p.Rule.Via != "key" && idx.Name != "" && idx.PartitionKey != r.x.set.Table.PartitionKey {
+		link = []plan.AttrValue{{Name: idx.PartitionKey, Value: p.Current[idx.PartitionKey]}}
 	}
 	if stamp != "" {
-		set = append(set, plan.AttrValue{Name: p.Rule.VersionAttr, Value: &types.AttributeValueMemberN{Value: stamp}})
+		// The source still holds the values of the push registered at version stamp: write
+		// them as that push would (every copied attribute, guarded by the version only). Its
+		// pages may have passed this target before it existed while an older, superseded job
+		// wrote it since; a guard on the version the record saw would then keep the older
+		// value for good. A newer push still wins: its version is higher.
+		set, remove = set[:0], remove[:0]
+		for _, t := range c.SetOrder {
+			if v, ok := src[c.Set[t]]; ok {
+				set = append(set, plan.AttrValue{Name: t, Value: v})
+			} else {
+				remove = append(remove, t)
+			}
+		}
+		err = r.update(p.Target, p.Rule.VersionAttr, stamp, set, remove, "", link)
+	} else {
+		if len(set) == 0 && len(remove) == 0 {
+			r.count(func(s *Stats) { s.Unchanged++ })
+			return nil
+		}
+		// The differences were computed against the record's image: they hold only while the
+		// item still has the copied values the record saw. A redelivered older record must not
+		// overwrite an item the application has replaced since; that change has its own
+		// record, which pulls again.
+		guards := make([]plan.AttrValue, 0, len(c.SetOrder)+len(link))
+		for _, t := range c.SetOrder {
+			guards = append(guards, plan.AttrValue{Name: t, Value: p.Current[t]})
+		}
+		err = r.update(p.Target, p.Rule.VersionAttr, "", set, remove, seen, append(guards, link...))
 	}
-	// The differences were computed against the record's image: they hold only while the
-	// item still has the copied values the record saw. A redelivered older record must not
-	// stamp a version onto an item the application has replaced since; that change has its
-	// own record, which pulls again.
-	guards := make([]plan.AttrValue, 0, len(c.SetOrder))
-	for _, t := range c.SetOrder {
-		guards = append(guards, plan.AttrValue{Name: t, Value: p.Current[t]})
-	}
-	err = r.update(p.Target, p.Rule.VersionAttr, "", set, remove, seen, guards)
 	if _, ok := isCondFailed(err); ok {
 		r.count(func(s *Stats) { s.Stale++ })
 		return nil
