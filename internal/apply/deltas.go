@@ -381,18 +381,7 @@ func (r *run) transact(events []plan.EventDeltas) error {
 			return errTooManyItems
 		}
 		var cancel *types.TransactionCanceledException
-		err = r.do("applying counter transaction", func(ctx context.Context) error {
-			out, err := x.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-				TransactItems: items, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-			})
-			if out != nil {
-				r.consumed(true, ccPtrs(out.ConsumedCapacity)...)
-			} else {
-				r.consumed(true)
-			}
-			return err
-		})
-		r.count(func(s *Stats) { s.Transactions++ })
+		err = r.transactWrite("applying counter transaction", items)
 		if err == nil {
 			parked := 0
 			for _, o := range owners {
@@ -549,4 +538,21 @@ func ccPtrs(cc []types.ConsumedCapacity) []*types.ConsumedCapacity {
 		out[i] = &cc[i]
 	}
 	return out
+}
+
+// transactWrite runs one TransactWriteItems with retries, metering its capacity.
+func (r *run) transactWrite(what string, items []types.TransactWriteItem) error {
+	err := r.do(what, func(ctx context.Context) error {
+		out, err := r.x.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+			TransactItems: items, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		if out != nil {
+			r.consumed(true, ccPtrs(out.ConsumedCapacity)...)
+		} else {
+			r.consumed(true)
+		}
+		return err
+	})
+	r.count(func(s *Stats) { s.Transactions++ })
+	return err
 }

@@ -66,18 +66,7 @@ func (r *run) fold(g *plan.FoldGroup) error {
 			return err
 		}
 		var cancel *types.TransactionCanceledException
-		err = r.do("folding the park into "+k.PK+" "+k.SK, func(ctx context.Context) error {
-			out, err := r.x.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-				TransactItems: items, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-			})
-			if out != nil {
-				r.consumed(true, ccPtrs(out.ConsumedCapacity)...)
-			} else {
-				r.consumed(true)
-			}
-			return err
-		})
-		r.count(func(s *Stats) { s.Transactions++ })
+		err = r.transactWrite("folding the park into "+k.PK+" "+k.SK, items)
 		if err == nil {
 			r.count(func(s *Stats) { s.Folded++ })
 			return nil
