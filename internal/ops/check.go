@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -121,12 +122,14 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 				continue
 			}
 			out.Drifts = append(out.Drifts, d)
-		default:
+		case rules.KindCount, rules.KindSum:
 			seen[i][key] = true
 			total := exp.Totals[i][key]
 			if a, drift := counterDiff(r, item, total); drift {
 				out.Drifts = append(out.Drifts, Drift{Rule: i, Kind: Differs, Key: key, Attrs: []AttrDiff{a}, Got: item, Total: total})
 			}
+		default:
+			out.Problems = append(out.Problems, Problem{Rule: i, Key: key, Msg: fmt.Sprintf("%v %q", ErrUnhandledKind, r.Kind)})
 		}
 	}
 	return out

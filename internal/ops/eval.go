@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -39,6 +40,14 @@ func NewEvaluator(f *rules.File, only string) (*Evaluator, error) {
 	}
 	return NewEvaluatorFor(f, []string{only})
 }
+
+// handled is every rule kind verify, backfill and repair know. A kind in rules.Kinds that
+// is missing here is refused by NewEvaluatorFor (TestOpsHandleEveryKind fails), instead of
+// being checked and repaired as some other kind.
+var handled = map[rules.Kind]bool{rules.KindCopy: true, rules.KindMirror: true, rules.KindCount: true, rules.KindSum: true}
+
+// ErrUnhandledKind is returned (wrapped) for a rule of a kind the ops tools do not handle.
+var ErrUnhandledKind = errors.New("verify and backfill do not handle rule kind")
 
 // UnknownRulesError names rules asked for that the file does not have.
 type UnknownRulesError struct {
@@ -80,6 +89,9 @@ func NewEvaluatorFor(f *rules.File, only []string) (*Evaluator, error) {
 			return nil, fmt.Errorf("compiling rule %q alone: %w", f.Rules[i].Name, err)
 		}
 		r := set.Compiled()[0]
+		if !handled[r.Kind] {
+			return nil, fmt.Errorf("rule %q: %w %q", r.Name, ErrUnhandledKind, r.Kind)
+		}
 		ev.rules = append(ev.rules, ruleSet{set: set, r: r, query: sourceQueryOf(f.Table, r)})
 	}
 	if len(want) > 0 {

@@ -40,7 +40,7 @@ func (ev *Evaluator) NewExpected() *Expected {
 			e.Copies[i] = map[plan.Key]CopyValues{}
 		case rules.KindMirror:
 			e.Mirrors[i] = map[plan.Key]MirrorWant{}
-		default:
+		case rules.KindCount, rules.KindSum:
 			e.Totals[i] = map[plan.Key]plan.Number{}
 		}
 	}
@@ -91,12 +91,14 @@ func (w *Worker) Observe(item record.Item, which []int, exp *Expected) []Problem
 				}
 				exp.Mirrors[i][wr.Target] = MirrorWant{Source: key, Item: wr.Item}
 			}
-		default:
+		case rules.KindCount, rules.KindSum:
 			for _, d := range rp.Deltas {
 				if !d.Restore { // what the item holds as a target is not what it adds as a source
 					addTotal(exp.Totals[i], d.Target, d.Amount)
 				}
 			}
+		default:
+			probs = append(probs, Problem{Rule: i, Key: key, Msg: fmt.Sprintf("%v %q", ErrUnhandledKind, r.Kind)})
 		}
 	}
 	return probs

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
@@ -44,8 +45,10 @@ func (rp *repairer) repair(ctx context.Context, d *Drift) (Outcome, error) {
 		return rp.copy(ctx, d)
 	case rules.KindMirror:
 		return rp.mirror(ctx, d)
-	default:
+	case rules.KindCount, rules.KindSum:
 		return rp.counter(ctx, d)
+	default:
+		return Failed, fmt.Errorf("%w %q", ErrUnhandledKind, rp.w.ev.rules[d.Rule].r.Kind)
 	}
 }
 
