@@ -18,7 +18,7 @@ var (
 	globalIndexFields = []string{"name", "partitionKey", "sortKey", "projection", "include"}
 	typeFields        = []string{"attribute", "equals"}
 	entityFields      = []string{"type", "attributes", "sparse"} // besides key templates
-	ruleFields        = []string{"name", "copy", "mirror", "count", "sum"}
+	ruleFields        = append([]string{"name"}, kindNames()...)
 	copyFields        = []string{"from", "to", "via", "set", "onSourceDelete"}
 	mirrorFields      = []string{"from", "to", "attributes"}
 	countFields       = []string{"of", "into", "attribute", "where", "onExpiry", "missingTarget"}
@@ -197,4 +197,13 @@ func (d *yamlDecoder) decodeType(ent *Entity, n *yaml.Node, ctx string) {
 			d.unknownField(e, ctx, "type", typeFields)
 		}
 	}
+}
+
+// kindNames is rules.Kinds as strings: the keys that give a rule its kind.
+func kindNames() []string {
+	out := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		out[i] = string(k)
+	}
+	return out
 }

@@ -33,9 +33,9 @@ func (d *yamlDecoder) decodeRules(n *yaml.Node) {
 			}
 		}
 		for _, e := range es {
-			switch e.key {
-			case "name":
-			case string(KindCopy), string(KindMirror), string(KindCount), string(KindSum):
+			switch {
+			case e.key == "name":
+			case isKind(e.key):
 				if r.Kind != "" {
 					d.problem(e.keyPos, ctx, "has both %s and %s, but a rule has exactly one kind: split it into two rules", r.Kind, e.key)
 					continue
@@ -104,7 +104,19 @@ func (d *yamlDecoder) decodeKind(r *Rule, n *yaml.Node, ctx string) {
 		}
 	case KindCount, KindSum:
 		r.Agg = d.decodeAgg(r, n, ctx)
+	default:
+		d.problem(r.Fields[k], ctx, "rule kind %s is listed in rules.Kinds but has no decoder", k)
 	}
+}
+
+// isKind reports whether key names a rule kind (rules.Kinds).
+func isKind(key string) bool {
+	for _, k := range Kinds {
+		if string(k) == key {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
