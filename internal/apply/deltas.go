@@ -123,10 +123,10 @@ func replacement(t *plan.TargetDeltas) (*plan.Replacement, string) {
 // nothing is. Some (the writes straddle the old watermark): which ones cannot be told; it is
 // counted as an ambiguous restore and nothing is taken out.
 func (r *run) compensation(t *plan.TargetDeltas, rep *plan.Replacement, item map[string]types.AttributeValue) map[string]plan.Number {
-	cur := seqAttr(item[WatermarkAttr])
+	cur := record.SeqOf(item[WatermarkAttr])
 	from := rep.NewWM // exclusive
 	if from == "" {
-		from = seqAttr(item[rules.FirstAttr]) // inclusive
+		from = record.SeqOf(item[rules.FirstAttr]) // inclusive
 		if from != "" && rep.OldWM != "" && record.CompareSeq(from, rep.OldWM) > 0 {
 			return nil // every record since is new
 		}
@@ -148,23 +148,10 @@ func (r *run) compensation(t *plan.TargetDeltas, rep *plan.Replacement, item map
 			continue
 		}
 		a := e.Rule.Agg.Attribute
-		n := plan.Int(0)
-		if v, ok := item[a].(*types.AttributeValueMemberN); ok {
-			if x, err := plan.ParseNumber(v.Value); err == nil {
-				n = x
-			}
-		}
-		out[a] = n.Sub(e.Replaced.New)
+		out[a] = plan.NumberOf(item[a]).Sub(e.Replaced.New)
 	}
 	r.count(func(s *Stats) { s.Compensated++ })
 	return out
-}
-
-func seqAttr(v types.AttributeValue) string {
-	if n, ok := v.(*types.AttributeValueMemberN); ok {
-		return n.Value
-	}
-	return ""
 }
 
 // updateCounters ADDs attrs to the item at key and advances its watermark to maxSeq, on

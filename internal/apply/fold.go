@@ -119,7 +119,7 @@ func (r *run) foldItems(g *plan.FoldGroup, park, target map[string]types.Attribu
 	sums := map[string]plan.Number{}
 	var consumed []string
 	kept := 0
-	wmT, wfT := seqAttr(target[WatermarkAttr]), seqAttr(target[rules.FirstAttr])
+	wmT, wfT := record.SeqOf(target[WatermarkAttr]), record.SeqOf(target[rules.FirstAttr])
 	maxMoved, minAdded := "", ""
 	names := make([]string, 0, len(park))
 	for name := range park {

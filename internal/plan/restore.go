@@ -37,7 +37,7 @@ func (e *eval) target() {
 			return
 		}
 		for _, r := range aggs {
-			if n := numberOf(c.New[r.Agg.Attribute]); !n.IsZero() {
+			if n := NumberOf(c.New[r.Agg.Attribute]); !n.IsZero() {
 				e.addDelta(Delta{Rule: r, Target: self, Amount: n.Neg(), Restore: true})
 			}
 		}
@@ -45,7 +45,7 @@ func (e *eval) target() {
 		aggs := aggregatesInto(e.spec, e.oldE)
 		self := e.key(e.oldB, nil)
 		for _, r := range aggs {
-			if o := numberOf(c.Old[r.Agg.Attribute]); !o.IsZero() {
+			if o := NumberOf(c.Old[r.Agg.Attribute]); !o.IsZero() {
 				e.addDelta(Delta{Rule: r, Target: self, Amount: o, Restore: true})
 			}
 		}
@@ -57,7 +57,7 @@ func (e *eval) target() {
 		changed := false
 		for _, r := range aggs {
 			a := r.Agg.Attribute
-			changed = changed || !numberOf(c.Old[a]).Sub(numberOf(c.New[a])).IsZero()
+			changed = changed || !NumberOf(c.Old[a]).Sub(NumberOf(c.New[a])).IsZero()
 		}
 		// A dropped or lowered watermark needs setting again even when the counters are
 		// right, so a redelivered record cannot count twice.
@@ -66,10 +66,10 @@ func (e *eval) target() {
 			return
 		}
 		self := e.key(e.newB, nil)
-		oldWM, newWM := seqOf(c.Old[rules.WatermarkAttr]), seqOf(c.New[rules.WatermarkAttr])
+		oldWM, newWM := record.SeqOf(c.Old[rules.WatermarkAttr]), record.SeqOf(c.New[rules.WatermarkAttr])
 		for _, r := range aggs {
 			a := r.Agg.Attribute
-			d := numberOf(c.Old[a]).Sub(numberOf(c.New[a]))
+			d := NumberOf(c.Old[a]).Sub(NumberOf(c.New[a]))
 			if !r.Watermark {
 				if !d.IsZero() {
 					e.addDelta(Delta{Rule: r, Target: self, Amount: d, Restore: true})
@@ -79,17 +79,9 @@ func (e *eval) target() {
 			// Every watermarked attribute gets one, zero or not: each carries what the
 			// write left, for the executor's check of deltas applied again since.
 			e.addDelta(Delta{Rule: r, Target: self, Amount: d, Restore: true,
-				Replaced: &Replacement{OldWM: oldWM, NewWM: newWM, New: numberOf(c.New[a])}})
+				Replaced: &Replacement{OldWM: oldWM, NewWM: newWM, New: NumberOf(c.New[a])}})
 		}
 	}
-}
-
-// seqOf is a sequence number attribute's digits ("" when absent).
-func seqOf(v types.AttributeValue) string {
-	if n, ok := v.(*types.AttributeValueMemberN); ok {
-		return n.Value
-	}
-	return ""
 }
 
 // aggregatesInto returns the count and sum rules whose target is ent.
@@ -153,8 +145,8 @@ next:
 	return true
 }
 
-// numberOf is an aggregate attribute's value: 0 when absent or not a number.
-func numberOf(v types.AttributeValue) Number {
+// NumberOf is an aggregate attribute's value: 0 when absent or not a number.
+func NumberOf(v types.AttributeValue) Number {
 	if n, ok := v.(*types.AttributeValueMemberN); ok {
 		if x, err := ParseNumber(n.Value); err == nil {
 			return x

@@ -100,3 +100,12 @@ func trimZeros(s string) string {
 	}
 	return s[i:]
 }
+
+// SeqOf returns the digits of a sequence-number attribute (a watermark, a version), or ""
+// when it is absent or not a number.
+func SeqOf(v types.AttributeValue) string {
+	if n, ok := v.(*types.AttributeValueMemberN); ok {
+		return n.Value
+	}
+	return ""
+}
