@@ -27,24 +27,7 @@ func TestLaggingJobShardDoesNotOverwritePulledCopy(t *testing.T) {
 	db, table := r.db, r.table
 
 	var held []json.RawMessage // the job shard's records, not read yet
-	deliver := func(holdJobs bool) {
-		t.Helper()
-		for round := 0; round < 50; round++ {
-			recs := r.reader.Read(0)
-			if len(recs) == 0 {
-				return
-			}
-			for _, rec := range recs {
-				raw := r.encode(rec)
-				if pk := rec.Dynamodb.Keys["pk"]; holdJobs && pk != nil && strings.HasPrefix(streamS(pk), rules.JobPrefix) {
-					held = append(held, raw)
-					continue
-				}
-				r.invoke(raw)
-			}
-		}
-		t.Fatal("the stream did not go quiet")
-	}
+	deliver := func(holdJobs bool) { t.Helper(); held = r.deliverHoldingJobs(holdJobs, held) }
 	write := func(in any) {
 		t.Helper()
 		var err error
@@ -121,24 +104,7 @@ func TestSupersededJobBeforeInsertPull(t *testing.T) {
 	db, table := r.db, r.table
 
 	var held []json.RawMessage // the job items' records, not delivered yet
-	deliver := func(holdJobs bool) {
-		t.Helper()
-		for round := 0; round < 50; round++ {
-			recs := r.reader.Read(0)
-			if len(recs) == 0 {
-				return
-			}
-			for _, rec := range recs {
-				raw := r.encode(rec)
-				if pk := rec.Dynamodb.Keys["pk"]; holdJobs && pk != nil && strings.HasPrefix(streamS(pk), rules.JobPrefix) {
-					held = append(held, raw)
-					continue
-				}
-				r.invoke(raw)
-			}
-		}
-		t.Fatal("the stream did not go quiet")
-	}
+	deliver := func(holdJobs bool) { t.Helper(); held = r.deliverHoldingJobs(holdJobs, held) }
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	put := func(item map[string]types.AttributeValue) {
 		t.Helper()
@@ -191,4 +157,27 @@ func TestSupersededJobBeforeInsertPull(t *testing.T) {
 			t.Errorf("comment %s: userName %q, want %q", ts, got, "Two")
 		}
 	}
+}
+
+// deliverHoldingJobs invokes the handler with each stream record until the stream is quiet;
+// with holdJobs, fan-out job items' records are appended to held instead (a lagging job
+// shard), and the grown slice is returned.
+func (r *rig) deliverHoldingJobs(holdJobs bool, held []json.RawMessage) []json.RawMessage {
+	r.t.Helper()
+	for round := 0; round < 50; round++ {
+		recs := r.reader.Read(0)
+		if len(recs) == 0 {
+			return held
+		}
+		for _, rec := range recs {
+			raw := r.encode(rec)
+			if pk := rec.Dynamodb.Keys["pk"]; holdJobs && pk != nil && strings.HasPrefix(streamS(pk), rules.JobPrefix) {
+				held = append(held, raw)
+				continue
+			}
+			r.invoke(raw)
+		}
+	}
+	r.t.Fatal("the stream did not go quiet")
+	return held
 }
