@@ -61,7 +61,7 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 		zero := allZero(attrs)
 		// Until it is found missing, the target must exist; a zero net never creates it.
 		err := r.updateCounters(r.x.key(t.Target), "updating counters on "+t.Target.PK+" "+t.Target.SK,
-			attrs, minSeq, maxSeq, !create || zero, expect, true)
+			attrs, minSeq, maxSeq, !create || zero, expect)
 		cf, ok := isCondFailed(err)
 		if !ok {
 			return rec, err
@@ -84,6 +84,13 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 			wm = cur.Value
 			continue
 		}
+		if cur == nil {
+			// The application wrote the target without a watermark (created it, or put it
+			// whole) and its record is not applied yet: which records its image holds is
+			// known only then, so the deltas wait in the park until that record stamps it.
+			r.count(func(s *Stats) { s.Unstamped++ })
+			return rec, r.parkWatermarked(t, wm)
+		}
 		if rep == nil || expect == nil {
 			return rec, fmt.Errorf("counter update on %s %s failed its condition with watermark %v below %s", t.Target.PK, t.Target.SK, cur, minSeq)
 		}
@@ -98,19 +105,16 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 	return firstRec(t, wm), fmt.Errorf("counter update on %s %s: watermark kept moving", t.Target.PK, t.Target.SK)
 }
 
-// replacement returns the group's restore of an application's write, when it has exactly
-// one (two replacements in one batch are restored without the check).
+// replacement returns the group's last restore of an application's write: the target
+// should be as that write left it. (Earlier ones in the group are covered by it: their
+// records are in the image it brings back, or were applied before it.)
 func replacement(t *plan.TargetDeltas) (*plan.Replacement, string) {
 	var rep *plan.Replacement
 	seq := ""
 	for _, e := range t.Entries {
-		if e.Replaced == nil {
-			continue
+		if e.Replaced != nil {
+			rep, seq = e.Replaced, e.Seq
 		}
-		if seq != "" && seq != e.Seq {
-			return nil, ""
-		}
-		rep, seq = e.Replaced, e.Seq
 	}
 	return rep, seq
 }
@@ -154,12 +158,13 @@ func (r *run) compensation(t *plan.TargetDeltas, rep *plan.Replacement, item map
 	return out
 }
 
-// updateCounters ADDs attrs to the item at key and advances its watermark to maxSeq, on
-// condition that the watermark is below minSeq (and, with needExists, that the item exists;
-// with expect, that the watermark is exactly that, "" for absent). On a target (first)
-// it records the first sequence number applied since the item was written by the
-// application, which a later restore or fold needs.
-func (r *run) updateCounters(key map[string]types.AttributeValue, what string, attrs []plan.AttrAmount, minSeq, maxSeq string, needExists bool, expect *string, first bool) error {
+// updateCounters ADDs attrs to the target at key and advances its watermark to maxSeq, on
+// condition that the watermark is below minSeq (with expect, that it is exactly that, ""
+// for absent; without needExists, a missing item is created). It records the first
+// sequence number applied since the item was written by the application, which a later
+// restore or fold needs, and adds one to the write count, which tells this write from the
+// application's in the stream.
+func (r *run) updateCounters(key map[string]types.AttributeValue, what string, attrs []plan.AttrAmount, minSeq, maxSeq string, needExists bool, expect *string) error {
 	x := r.x
 	var ub expression.UpdateBuilder
 	for _, a := range attrs {
@@ -168,20 +173,21 @@ func (r *run) updateCounters(key map[string]types.AttributeValue, what string, a
 		}
 	}
 	ub = ub.Set(expression.Name(WatermarkAttr), num(record.NormSeq(maxSeq)))
-	if first {
-		ub = ub.Set(expression.Name(rules.FirstAttr), expression.IfNotExists(expression.Name(rules.FirstAttr), num(record.NormSeq(minSeq))))
-	}
-	cond := expression.AttributeNotExists(expression.Name(WatermarkAttr)).
-		Or(expression.Name(WatermarkAttr).LessThan(num(record.NormSeq(minSeq))))
-	if expect != nil {
-		if *expect == "" {
-			cond = expression.AttributeNotExists(expression.Name(WatermarkAttr))
-		} else {
-			cond = cond.And(expression.Name(WatermarkAttr).Equal(num(*expect)))
-		}
+	ub = ub.Set(expression.Name(rules.FirstAttr), expression.IfNotExists(expression.Name(rules.FirstAttr), num(record.NormSeq(minSeq))))
+	ub = ub.Add(expression.Name(rules.WritesAttr), num("1"))
+	// A target that exists must carry a watermark below the first record (comparing with an
+	// absent watermark is false); only a missing one is created.
+	cond := expression.Name(WatermarkAttr).LessThan(num(record.NormSeq(minSeq)))
+	switch {
+	case expect != nil && *expect == "":
+		cond = expression.AttributeNotExists(expression.Name(WatermarkAttr))
+	case expect != nil:
+		cond = cond.And(expression.Name(WatermarkAttr).Equal(num(*expect)))
 	}
 	if needExists {
 		cond = cond.And(exists(x.set.Table.PartitionKey))
+	} else {
+		cond = expression.AttributeNotExists(expression.Name(x.set.Table.PartitionKey)).Or(cond)
 	}
 	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
 	if err != nil {
@@ -207,6 +213,7 @@ func (r *run) updateCounters(key map[string]types.AttributeValue, what string, a
 func (r *run) parkWatermarked(t *plan.TargetDeltas, wm string) error {
 	x := r.x
 	bySeq := map[string]map[string]plan.Number{}
+	covers := map[string]string{}
 	var order []string
 	for _, e := range t.Entries {
 		if wm != "" && record.CompareSeq(e.Seq, wm) <= 0 {
@@ -219,6 +226,7 @@ func (r *run) parkWatermarked(t *plan.TargetDeltas, wm string) error {
 			order = append(order, e.Seq)
 		}
 		m[e.Rule.Agg.Attribute] = m[e.Rule.Agg.Attribute].Add(e.Amount)
+		covers[e.Seq] = plan.MaxSeq(covers[e.Seq], e.Covers)
 	}
 	var ub expression.UpdateBuilder
 	n := 0
@@ -228,6 +236,10 @@ func (r *run) parkWatermarked(t *plan.TargetDeltas, wm string) error {
 			if !amt.IsZero() {
 				entry[a] = &types.AttributeValueMemberN{Value: amt.String()}
 			}
+		}
+		if c := covers[seq]; c != "" {
+			// A restore's entry: the fold leaves out the records its image holds.
+			entry[WatermarkAttr] = &types.AttributeValueMemberN{Value: record.NormSeq(c)}
 		}
 		if len(entry) == 0 {
 			continue

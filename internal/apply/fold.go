@@ -126,6 +126,16 @@ func (r *run) foldItems(g *plan.FoldGroup, park, target map[string]types.Attribu
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	// A restore's entry (a deleted target's aggregates) covers the records its image
+	// holds, as does the restore of g's own record: their parked entries were counted.
+	covers := g.Covers
+	for _, name := range names {
+		if seq, ok := strings.CutPrefix(name, rules.ParkEntryPrefix); ok && record.CompareSeq(seq, g.Seq) < 0 {
+			if m, _ := park[name].(*types.AttributeValueMemberM); m != nil {
+				covers = plan.MaxSeq(covers, record.SeqOf(m.Value[WatermarkAttr]))
+			}
+		}
+	}
 	for _, name := range names {
 		v := park[name]
 		if seq, ok := strings.CutPrefix(name, rules.ParkEntryPrefix); ok {
@@ -138,6 +148,9 @@ func (r *run) foldItems(g *plan.FoldGroup, park, target map[string]types.Attribu
 			if maxMoved == "" || record.CompareSeq(seq, maxMoved) > 0 {
 				maxMoved = seq
 			}
+			if covers != "" && record.CompareSeq(seq, covers) <= 0 {
+				continue // a restored image holds this record's deltas
+			}
 			if wmT != "" && record.CompareSeq(seq, wmT) <= 0 && (wfT == "" || record.CompareSeq(seq, wfT) >= 0) {
 				continue // the target received this record itself
 			}
@@ -145,7 +158,9 @@ func (r *run) foldItems(g *plan.FoldGroup, park, target map[string]types.Attribu
 				minAdded = seq
 			}
 			for a, av := range m.Value {
-				addNumber(sums, a, av)
+				if !strings.HasPrefix(a, rules.ReservedPrefix) {
+					addNumber(sums, a, av)
+				}
 			}
 			continue
 		}

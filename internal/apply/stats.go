@@ -21,6 +21,7 @@ type Stats struct {
 	JobsDone      int     // job items finished
 	Pulls         int     // targets filled from their source
 	Parked        int     // delta groups parked for a missing target (it gets them when it appears)
+	Unstamped     int     // delta groups parked because the application wrote the target without a watermark
 	Folded        int     // parks moved into a target that appeared
 	Compensated   int     // restores that took out deltas applied again after the application's write
 	// AmbiguousRestores: restores after which Denorm cannot tell which of its writes since
@@ -47,6 +48,7 @@ func (s *Stats) Add(o Stats) {
 	s.JobsDone += o.JobsDone
 	s.Pulls += o.Pulls
 	s.Parked += o.Parked
+	s.Unstamped += o.Unstamped
 	s.Folded += o.Folded
 	s.Compensated += o.Compensated
 	s.AmbiguousRestores += o.AmbiguousRestores

@@ -28,12 +28,14 @@ type Batch struct {
 	Folds []FoldGroup
 }
 
-// FoldGroup is a target that appeared in record Rec, whose sequence number is Seq: deltas
-// parked for records before it are moved into it.
+// FoldGroup is a target that appeared (or was unstamped by the application) in record Rec,
+// whose sequence number is Seq: deltas parked for records before it are moved into it,
+// except those of records up to Covers (see Fold).
 type FoldGroup struct {
 	Target Key
 	Rec    int
 	Seq    string
+	Covers string
 }
 
 // WriteGroup is the newest Write for one (rule, target).
@@ -69,6 +71,7 @@ type Entry struct {
 	Restore bool // never creates the target
 	// Replaced: the application's write this restore undoes (see Delta.Replaced).
 	Replaced *Replacement
+	Covers   string // see Delta.Covers
 }
 
 // TargetDeltas are the watermark-guarded deltas of one target, in record order.
@@ -79,11 +82,16 @@ type TargetDeltas struct {
 
 // Sum coalesces entries after watermark wm ("" = none): the amount per attribute (in first
 // appearance order), the lowest and highest sequence numbers taken, and whether every rule
-// involved creates a missing target.
+// involved creates a missing target. Entries a restore covers (records the image it brings
+// back holds already) are left out like those at or below the watermark.
 func (t *TargetDeltas) Sum(wm string) (attrs []AttrAmount, minSeq, maxSeq string, create bool) {
 	create = true
+	from := wm
 	for _, e := range t.Entries {
-		if wm != "" && record.CompareSeq(e.Seq, wm) <= 0 {
+		from = MaxSeq(from, e.Covers)
+	}
+	for _, e := range t.Entries {
+		if from != "" && record.CompareSeq(e.Seq, from) <= 0 {
 			continue
 		}
 		if minSeq == "" {
@@ -155,11 +163,13 @@ func Coalesce(recs []RecordPlan) *Batch {
 		if rp.Job != nil {
 			upsert(jobs, &b.Jobs, rp.JobKey, JobGroup{Item: rp.Job, Rec: i})
 		}
-		for _, k := range rp.Folds {
-			if _, ok := folds[k]; !ok {
-				folds[k] = len(b.Folds)
-				b.Folds = append(b.Folds, FoldGroup{Target: k, Rec: i, Seq: rp.Seq})
+		for _, f := range rp.Folds {
+			// The last record that needs a fold moves what was parked before it.
+			covers := f.Covers
+			if j, ok := folds[f.Target]; ok {
+				covers = MaxSeq(covers, b.Folds[j].Covers)
 			}
+			upsert(folds, &b.Folds, f.Target, FoldGroup{Target: f.Target, Rec: i, Seq: rp.Seq, Covers: covers})
 		}
 		var ev *EventDeltas
 		for _, d := range rp.Deltas {
@@ -171,7 +181,7 @@ func Coalesce(recs []RecordPlan) *Batch {
 					wm[d.Target] = j
 					b.Watermarked = append(b.Watermarked, TargetDeltas{Target: d.Target})
 				}
-				b.Watermarked[j].Entries = append(b.Watermarked[j].Entries, Entry{Rec: i, Seq: rp.Seq, Rule: d.Rule, Amount: d.Amount, Restore: d.Restore, Replaced: d.Replaced})
+				b.Watermarked[j].Entries = append(b.Watermarked[j].Entries, Entry{Rec: i, Seq: rp.Seq, Rule: d.Rule, Amount: d.Amount, Restore: d.Restore, Replaced: d.Replaced, Covers: d.Covers})
 				continue
 			}
 			if ev == nil {
@@ -208,4 +218,12 @@ func upsert[K comparable, G any](index map[K]int, list *[]G, k K, g G) {
 type ruleKey struct {
 	rule *rules.CompiledRule
 	key  Key
+}
+
+// MaxSeq is the greater of two optional sequence numbers ("" is below every one).
+func MaxSeq(a, b string) string {
+	if a == "" || (b != "" && record.CompareSeq(b, a) > 0) {
+		return b
+	}
+	return a
 }

@@ -41,6 +41,10 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		if d.Rule.Watermark && d.Target.PK == p.PK {
 			mode = "exactly once by the target's sequence watermark, one conditional UpdateItem"
 		}
+		if d.Restore && d.Amount.IsZero() && p.Op == "INSERT" {
+			fmt.Fprintf(w, "  %s: stamp %s with the watermark (%s): the application created it; deltas for it park until then\n", d.Rule.Name, d.Target, mode)
+			continue
+		}
 		if d.Restore && d.Amount.IsZero() {
 			fmt.Fprintf(w, "  %s: restore %s on %s (%s): the application's write dropped or lowered it; the counters were right\n", d.Rule.Name, "the watermark", d.Target, mode)
 			continue
@@ -51,8 +55,12 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %s: ADD %s %s on %s (%s)\n", d.Rule.Name, d.Rule.Agg.Attribute, signed(d.Amount), d.Target, mode)
 	}
-	for _, k := range p.Folds {
-		fmt.Fprintf(w, "  fold into %s the deltas parked while it was missing, if any (one consistent read; a transaction moves them)\n", k)
+	for _, f := range p.Folds {
+		fmt.Fprintf(w, "  fold into %s the deltas parked while it was missing or unstamped, if any (one consistent read; a transaction moves them)", f.Target)
+		if f.Covers != "" {
+			fmt.Fprintf(w, "; those of records up to %s are in the restored image already", f.Covers)
+		}
+		fmt.Fprintln(w)
 	}
 	for _, wr := range p.Writes {
 		switch {
@@ -149,5 +157,5 @@ func restoreWhy(op string) string {
 	case "REMOVE":
 		return "the target was deleted: its aggregate is parked for the target's re-creation, the sources still exist"
 	}
-	return "the application's write changed an attribute Denorm owns (the watermark and write count did not rise): old - new undoes it and keeps every delta around it"
+	return "the application's write changed an attribute Denorm owns (its write count did not rise by one): old - new undoes it and keeps every delta around it"
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -21,8 +22,7 @@ import (
 //   - an INSERT folds in what was parked while the target was missing, and undoes counter
 //     values the application wrote into the new item.
 //
-// Denorm's own writes are told apart by the attributes they raise: the watermark, or the
-// write count of marker-mode writes.
+// Denorm's own writes are told apart by the write count, which each of them raises by one.
 func (e *eval) target() {
 	c := e.c
 	switch {
@@ -32,21 +32,34 @@ func (e *eval) target() {
 			return
 		}
 		self := e.key(e.newB, nil)
-		e.rp.Folds = append(e.rp.Folds, self)
+		e.rp.Folds = append(e.rp.Folds, Fold{Target: self})
 		if denormCreated(e.spec, e.newE, aggs, c.New) {
 			return
 		}
+		newWM := record.SeqOf(c.New[rules.WatermarkAttr])
 		for _, r := range aggs {
-			if n := NumberOf(c.New[r.Agg.Attribute]); !n.IsZero() {
+			n := NumberOf(c.New[r.Agg.Attribute])
+			if r.Watermark {
+				// Zero or not: the item the application created carries no watermark
+				// (Denorm's writes park their deltas until this record is applied), and
+				// this delta's write stamps it.
+				e.addDelta(Delta{Rule: r, Target: self, Amount: n.Neg(), Restore: true,
+					Replaced: &Replacement{NewWM: newWM, New: n}})
+			} else if !n.IsZero() {
 				e.addDelta(Delta{Rule: r, Target: self, Amount: n.Neg(), Restore: true})
 			}
 		}
 	case c.Op == record.Remove && e.oldE != nil:
 		aggs := aggregatesInto(e.spec, e.oldE)
 		self := e.key(e.oldB, nil)
+		covers := record.SeqOf(c.Old[rules.WatermarkAttr])
 		for _, r := range aggs {
-			if o := NumberOf(c.Old[r.Agg.Attribute]); !o.IsZero() {
-				e.addDelta(Delta{Rule: r, Target: self, Amount: o, Restore: true})
+			if o := NumberOf(c.Old[r.Agg.Attribute]); !o.IsZero() || (r.Watermark && covers != "") {
+				d := Delta{Rule: r, Target: self, Amount: o, Restore: true}
+				if r.Watermark {
+					d.Covers = covers
+				}
+				e.addDelta(d)
 			}
 		}
 	case c.Op == record.Modify && e.oldE != nil && e.oldE == e.newE:
@@ -78,8 +91,13 @@ func (e *eval) target() {
 			}
 			// Every watermarked attribute gets one, zero or not: each carries what the
 			// write left, for the executor's check of deltas applied again since.
-			e.addDelta(Delta{Rule: r, Target: self, Amount: d, Restore: true,
+			e.addDelta(Delta{Rule: r, Target: self, Amount: d, Restore: true, Covers: oldWM,
 				Replaced: &Replacement{OldWM: oldWM, NewWM: newWM, New: NumberOf(c.New[a])}})
+		}
+		if newWM == "" && oldWM != "" {
+			// Until this record is applied the target carries no watermark: Denorm's
+			// writes park their deltas, to be moved in once it is stamped again.
+			e.rp.Folds = append(e.rp.Folds, Fold{Target: self, Covers: oldWM})
 		}
 	}
 }
@@ -95,12 +113,28 @@ func aggregatesInto(s *rules.Set, ent *rules.EntityType) []*rules.CompiledRule {
 	return out
 }
 
-// ownWrite reports whether a MODIFY of a target is Denorm's: its watermark or its write
-// count rose. The application cannot raise them: it writes back values it read earlier, or
-// none.
+// ownWrite reports whether a MODIFY of a target is Denorm's: every write Denorm makes to a
+// target adds exactly one to its write count. The application does not: it writes back a
+// count it read earlier (the same, or lower than now), or none. A watermark that rose is not
+// proof: the application may write back one it read before a write of its own dropped it.
 func ownWrite(old, new record.Item) bool {
-	return seqBelow(old[rules.WatermarkAttr], new[rules.WatermarkAttr]) > 0 ||
-		seqBelow(old[rules.WritesAttr], new[rules.WritesAttr]) > 0
+	o, ok := writesOf(old)
+	n, nok := writesOf(new)
+	return ok && nok && n == o+1
+}
+
+// writesOf is an item's write count: 0 when absent; false when it is not a count.
+func writesOf(item record.Item) (uint64, bool) {
+	v, ok := item[rules.WritesAttr]
+	if !ok {
+		return 0, true
+	}
+	n, isN := v.(*types.AttributeValueMemberN)
+	if !isN {
+		return 0, false
+	}
+	x, err := strconv.ParseUint(n.Value, 10, 64)
+	return x, err == nil
 }
 
 // seqBelow compares two optional non-negative integer attributes (sequence numbers, write

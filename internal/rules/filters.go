@@ -116,9 +116,9 @@ const (
 	// WatermarkAttr holds, on a target that shares its sources' partition, the sequence
 	// number of the last record whose deltas it received.
 	WatermarkAttr = ReservedPrefix + "_wm"
-	// WritesAttr counts Denorm's marker-mode writes to a target. Each of them raises it, so
-	// a stream record of the target whose counter changed while neither it nor the
-	// watermark rose is the application's write, which Denorm undoes.
+	// WritesAttr counts Denorm's writes to a target. Each of them raises it by exactly one,
+	// so a stream record of the target whose counter changed while it did not rise by one
+	// is the application's write, which Denorm undoes.
 	WritesAttr = ReservedPrefix + "_n"
 	// ParkPrefix starts the partition key of the item that holds a missing target's deltas
 	// until the target appears: ParkPrefix + target pk, with the target's sort key.
