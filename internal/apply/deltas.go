@@ -137,13 +137,16 @@ func (r *run) compensation(t *plan.TargetDeltas, rep *plan.Replacement, item map
 	} else if rep.OldWM != "" && record.CompareSeq(from, rep.OldWM) >= 0 {
 		return nil
 	}
-	if rep.OldWM == "" {
+	switch {
+	case rep.OldWM == "" && rep.NewWM == "":
 		return nil // nothing was counted before the replacement
-	}
-	if cur != "" && record.CompareSeq(cur, rep.OldWM) > 0 {
-		r.count(func(s *Stats) { s.AmbiguousRestores++ })
-		r.x.opt.Logger.Warn("restore of a replaced counter target: Denorm's writes since the replacement straddle its old watermark; verify this target",
-			"pk", t.Target.PK, "sk", t.Target.SK, "oldWatermark", rep.OldWM, "watermark", cur)
+	case rep.OldWM == "":
+		// An item created with a watermark written back (read before a delete): the
+		// deleted item's records Denorm applied since cannot be told from new ones.
+		r.ambiguous(t, rep, cur, "the application created it with a watermark it had read earlier")
+		return nil
+	case cur != "" && record.CompareSeq(cur, rep.OldWM) > 0:
+		r.ambiguous(t, rep, cur, "Denorm's writes since the replacement straddle its old watermark")
 		return nil
 	}
 	out := map[string]plan.Number{}
@@ -156,6 +159,14 @@ func (r *run) compensation(t *plan.TargetDeltas, rep *plan.Replacement, item map
 	}
 	r.count(func(s *Stats) { s.Compensated++ })
 	return out
+}
+
+// ambiguous counts and logs a restore that cannot tell which of Denorm's writes since the
+// application's write were repeats: it takes nothing out, and the target is left to verify.
+func (r *run) ambiguous(t *plan.TargetDeltas, rep *plan.Replacement, cur, why string) {
+	r.count(func(s *Stats) { s.AmbiguousRestores++ })
+	r.x.opt.Logger.Warn("restore of a replaced counter target: "+why+"; verify this target",
+		"pk", t.Target.PK, "sk", t.Target.SK, "oldWatermark", rep.OldWM, "writtenBack", rep.NewWM, "watermark", cur)
 }
 
 // updateCounters ADDs attrs to the target at key and advances its watermark to maxSeq, on

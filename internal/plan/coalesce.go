@@ -191,6 +191,18 @@ func Coalesce(recs []RecordPlan) *Batch {
 			ev.add(d)
 		}
 	}
+	// A restore applied with the batch (a deleted target's, say) covers the parked entries
+	// of its records too: the fold must leave them out as it leaves out the batch's.
+	for i := range b.Folds {
+		f := &b.Folds[i]
+		if j, ok := wm[f.Target]; ok {
+			for _, e := range b.Watermarked[j].Entries {
+				if record.CompareSeq(e.Seq, f.Seq) <= 0 {
+					f.Covers = MaxSeq(f.Covers, e.Covers)
+				}
+			}
+		}
+	}
 	return b
 }
 
