@@ -47,13 +47,16 @@ func (iv *Invoker) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		fired := plan.fired
 		plan.mu.Unlock()
 		if fired {
+			trace(raws, "crashed")
 			return nil, fmt.Errorf("runtime exited: %w", ErrCrash)
 		}
 	}
 	if limit > 0 && parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		iv.counts.timedOut.Add(1)
+		trace(raws, "timed out")
 		return nil, fmt.Errorf("Task timed out after %v", limit)
 	}
+	trace(raws, fmt.Sprintf("response %s, error %v", resp, err))
 	return resp, err
 }
 

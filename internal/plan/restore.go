@@ -114,13 +114,15 @@ func aggregatesInto(s *rules.Set, ent *rules.EntityType) []*rules.CompiledRule {
 }
 
 // ownWrite reports whether a MODIFY of a target is Denorm's: every write Denorm makes to a
-// target adds exactly one to its write count. The application does not: it writes back a
-// count it read earlier (the same, or lower than now), or none. A watermark that rose is not
-// proof: the application may write back one it read before a write of its own dropped it.
+// target adds exactly one to its write count, and none lowers or drops its watermark. The
+// application does neither: it writes back a count it read earlier (the same, or lower than
+// now), or none. A count read before another write of the application dropped it can be
+// one above the count now; the watermark it writes back with it is then below the one
+// Denorm stamped since, which tells it apart (a watermark that rose is no proof either way).
 func ownWrite(old, new record.Item) bool {
 	o, ok := writesOf(old)
 	n, nok := writesOf(new)
-	return ok && nok && n == o+1
+	return ok && nok && n == o+1 && seqBelow(new[rules.WatermarkAttr], old[rules.WatermarkAttr]) <= 0
 }
 
 // writesOf is an item's write count: 0 when absent; false when it is not a count.

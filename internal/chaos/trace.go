@@ -1,0 +1,58 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/record"
+)
+
+// traceKey, from DENORM_CHAOS_TRACE, is a partition key whose records every invocation
+// prints to stderr with its outcome: a debugging aid for a drifted target (its sources,
+// the application's writes and Denorm's own writes share its partition in watermark mode).
+var traceKey = os.Getenv("DENORM_CHAOS_TRACE")
+
+// trace prints the batch's records of traceKey and what became of the invocation.
+func trace(batch []json.RawMessage, outcome string) {
+	if traceKey == "" {
+		return
+	}
+	var lines []string
+	for _, raw := range batch {
+		c, err := record.Decode(raw)
+		if err != nil {
+			continue
+		}
+		pk, _ := c.Keys["pk"].(*types.AttributeValueMemberS)
+		if pk == nil || pk.Value != traceKey {
+			continue
+		}
+		sk, _ := c.Keys["sk"].(*types.AttributeValueMemberS)
+		lines = append(lines, fmt.Sprintf("  %s %s %s old{%s} new{%s}", c.Seq, c.Op, sk.Value, brief(c.Old), brief(c.New)))
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(os.Stderr, "trace %s: batch of %d: %s\n%s\n", traceKey, len(batch), outcome, strings.Join(lines, "\n"))
+	}
+}
+
+// brief prints an image's numbers and Denorm's attributes.
+func brief(it record.Item) string {
+	var out []string
+	for name, v := range it {
+		switch v := v.(type) {
+		case *types.AttributeValueMemberN:
+			out = append(out, name+"="+v.Value)
+		case *types.AttributeValueMemberM:
+			if strings.HasPrefix(name, "_dn") {
+				out = append(out, name+"=map")
+			}
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
