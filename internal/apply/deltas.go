@@ -128,6 +128,16 @@ func replacement(t *plan.TargetDeltas) (*plan.Replacement, string) {
 // counted as an ambiguous restore and nothing is taken out.
 func (r *run) compensation(t *plan.TargetDeltas, rep *plan.Replacement, item map[string]types.AttributeValue) map[string]plan.Number {
 	cur := record.SeqOf(item[WatermarkAttr])
+	if s := rep.Since; s != nil {
+		// The batch holds the records of Denorm's writes since: exact when they are all
+		// of them, or when the last of them is past the old watermark (any later write
+		// applied only records after it).
+		n, _ := strconv.ParseUint(record.SeqOf(item[rules.WritesAttr]), 10, 64)
+		if n == s.N || (n > s.N && record.CompareSeq(s.WM, rep.OldWM) >= 0) {
+			r.count(func(st *Stats) { st.Compensated++ })
+			return s.Repeats
+		}
+	}
 	from := rep.NewWM // exclusive
 	if from == "" {
 		from = record.SeqOf(item[rules.FirstAttr]) // inclusive

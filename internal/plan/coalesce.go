@@ -191,6 +191,9 @@ func Coalesce(recs []RecordPlan) *Batch {
 			ev.add(d)
 		}
 	}
+	for j := range b.Watermarked {
+		b.Watermarked[j].follow(recs)
+	}
 	// A restore applied with the batch (a deleted target's, say) covers the parked entries
 	// of its records too: the fold must leave them out as it leaves out the batch's.
 	for i := range b.Folds {
@@ -238,4 +241,43 @@ func MaxSeq(a, b string) string {
 		return b
 	}
 	return a
+}
+
+// follow gives each replacement of the group what Denorm's own writes of the target after it
+// did, from their records later in the batch (Since). The chain runs from the write count
+// and watermark the application left, one write at a time; it ends at a record that does
+// not continue it (another application write), or is dropped when one write applied
+// records on both sides of the old watermark.
+func (t *TargetDeltas) follow(recs []RecordPlan) {
+	for i := range t.Entries {
+		rep := t.Entries[i].Replaced
+		if rep == nil || rep.OldWM == "" || rep.NewWM == "" {
+			continue
+		}
+		s := &Since{N: rep.NewN, WM: rep.NewWM, Repeats: map[string]Number{}}
+		for k := t.Entries[i].Rec + 1; k < len(recs); k++ {
+			w := recs[k].Own
+			if w == nil || w.Target != t.Target {
+				continue
+			}
+			if w.OldN != s.N || w.OldWM != s.WM {
+				break
+			}
+			switch {
+			case record.CompareSeq(w.NewWM, rep.OldWM) <= 0:
+				for a, n := range w.Added {
+					s.Repeats[a] = s.Repeats[a].Add(n)
+				}
+			case record.CompareSeq(w.OldWM, rep.OldWM) < 0:
+				s = nil // one write straddles the old watermark
+			}
+			if s == nil {
+				break
+			}
+			s.N, s.WM = w.NewN, w.NewWM
+		}
+		if s != nil && s.N != rep.NewN {
+			rep.Since = s
+		}
+	}
 }

@@ -51,6 +51,30 @@ type Fold struct {
 type Replacement struct {
 	OldWM, NewWM string // the target's watermark before and after the write ("" when absent)
 	New          Number // the value the write left in the delta's attribute
+	NewN         uint64 // the write count the write left
+	// Since is what Denorm's writes after the application's write did, as the batch's
+	// records of them show (nil when the batch has none).
+	Since *Since
+}
+
+// Since follows Denorm's own writes of a target after an application's write, from their
+// stream records in the same batch: a chain of write counts from the one the application
+// left. Repeats is what the writes that applied only records at or below the old watermark
+// added (records the replaced image held): a batch delivered again after the application's
+// write. N and WM are the write count and watermark after the last write of the chain.
+type Since struct {
+	N       uint64
+	WM      string
+	Repeats map[string]Number
+}
+
+// OwnWrite is a stream record of Denorm's own write of a watermarked target: the write
+// counts and watermarks before and after it, and what it added to each aggregate attribute.
+type OwnWrite struct {
+	Target       Key
+	OldN, NewN   uint64
+	OldWM, NewWM string
+	Added        map[string]Number
 }
 
 // Write is a version-guarded write of one target found by key: a copy (Set/Remove), a
@@ -108,6 +132,9 @@ type RecordPlan struct {
 	// application dropped (a MODIFY): the deltas parked while they were missing or
 	// unstamped are moved into them.
 	Folds []Fold
+	// Own is set for a record of Denorm's own write of a watermarked target: a restore of
+	// an application's write earlier in the batch learns from it what was repeated.
+	Own *OwnWrite
 	// Job is set for a fan-out job item's record: the executor continues that job.
 	Job    record.Item
 	JobKey Key

@@ -64,7 +64,11 @@ func (e *eval) target() {
 		}
 	case c.Op == record.Modify && e.oldE != nil && e.oldE == e.newE:
 		aggs := aggregatesInto(e.spec, e.newE)
-		if len(aggs) == 0 || ownWrite(c.Old, c.New) {
+		if len(aggs) == 0 {
+			return
+		}
+		if ownWrite(c.Old, c.New) {
+			e.rp.Own = ownRecord(e.key(e.newB, nil), aggs, c.Old, c.New)
 			return
 		}
 		changed := false
@@ -91,8 +95,9 @@ func (e *eval) target() {
 			}
 			// Every watermarked attribute gets one, zero or not: each carries what the
 			// write left, for the executor's check of deltas applied again since.
+			newN, _ := writesOf(c.New)
 			e.addDelta(Delta{Rule: r, Target: self, Amount: d, Restore: true, Covers: oldWM,
-				Replaced: &Replacement{OldWM: oldWM, NewWM: newWM, New: NumberOf(c.New[a])}})
+				Replaced: &Replacement{OldWM: oldWM, NewWM: newWM, New: NumberOf(c.New[a]), NewN: newN}})
 		}
 		if newWM == "" && oldWM != "" {
 			// Until this record is applied the target carries no watermark: Denorm's
@@ -123,6 +128,24 @@ func ownWrite(old, new record.Item) bool {
 	o, ok := writesOf(old)
 	n, nok := writesOf(new)
 	return ok && nok && n == o+1 && seqBelow(new[rules.WatermarkAttr], old[rules.WatermarkAttr]) <= 0
+}
+
+// ownRecord describes Denorm's own write of a watermarked target (nil for marker mode).
+func ownRecord(self Key, aggs []*rules.CompiledRule, old, new record.Item) *OwnWrite {
+	w := &OwnWrite{Target: self, OldWM: record.SeqOf(old[rules.WatermarkAttr]), NewWM: record.SeqOf(new[rules.WatermarkAttr]),
+		Added: map[string]Number{}}
+	w.OldN, _ = writesOf(old)
+	w.NewN, _ = writesOf(new)
+	for _, r := range aggs {
+		if r.Watermark {
+			a := r.Agg.Attribute
+			w.Added[a] = NumberOf(new[a]).Sub(NumberOf(old[a]))
+		}
+	}
+	if len(w.Added) == 0 || w.NewWM == "" {
+		return nil
+	}
+	return w
 }
 
 // writesOf is an item's write count: 0 when absent; false when it is not a count.
