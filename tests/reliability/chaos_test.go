@@ -39,16 +39,14 @@ func TestEachFaultAlone(t *testing.T) {
 	}
 }
 
-// Known bug, open in issue 14: the application class together with redelivery (every
-// batch delivered twice, crashes, lost responses) drifts on same-partition (watermark)
-// targets in about 3 runs of 5 (seeds 1-5, 2026-11-23):
-//   - a batch parked for a missing target, the target created by the application, the
-//     batch delivered again before the target's INSERT is processed: the deltas land on
-//     the target directly and again through the fold (over-count);
-//   - a batch applied to a target, the application replacing the target (dropping or
-//     writing back a stale _dn_wm), the batch delivered again: its deltas count twice
-//     (over-count; docs/processor.md, "Known limit");
-//   - under-counts on folders and groups re-Put with wrong counters, not explained yet.
+// Known limit, open in issue 14: the application class together with redelivery (every
+// batch delivered twice, crashes, lost responses) still drifts on same-partition
+// (watermark) targets in about one run of four (seeds 1-12, 2026-11-23, timing-dependent):
+// the application writes back Denorm's attributes as it read them earlier (a re-put, or a
+// delete and re-put) and a batch delivered again lands on that stale snapshot; when the
+// records of Denorm's writes after the application's are not in its batch, the restore
+// cannot tell which repeated (docs/processor.md, "Known limit"; logged as an ambiguous
+// restore).
 //
 // Skipped unless DENORM_KNOWN_BUGS=1.
 func TestApplicationUnderRedelivery(t *testing.T) {
@@ -61,13 +59,16 @@ func TestApplicationUnderRedelivery(t *testing.T) {
 }
 
 // TestSoak is `make soak`: DENORM_SOAK_OPS operations (skipped when unset) with every
-// fault on, seed DENORM_SOAK_SEED (default 1).
+// fault on, the application class included unless DENORM_SOAK_APPLICATION=0, seed
+// DENORM_SOAK_SEED (default 1).
 func TestSoak(t *testing.T) {
 	n := int(envUint("DENORM_SOAK_OPS", 0))
 	if n == 0 {
 		t.Skip("soak: set DENORM_SOAK_OPS (make soak SOAK_OPS=100000)")
 	}
-	cfg := chaos.Config{Seed: envUint("DENORM_SOAK_SEED", 1), Ops: n, Faults: chaos.Everything(),
+	f := chaos.Everything()
+	f.Application = os.Getenv("DENORM_SOAK_APPLICATION") != "0"
+	cfg := chaos.Config{Seed: envUint("DENORM_SOAK_SEED", 1), Ops: n, Faults: f,
 		Progress: os.Stderr, ProgressEvery: time.Minute, DrainTimeout: 2 * time.Hour}
 	res := run(t, cfg)
 	if dir := os.Getenv("DENORM_SOAK_REPORT"); dir != "" && res != nil {
