@@ -222,7 +222,7 @@ func (r *run) updateCounters(key map[string]types.AttributeValue, what string, a
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 			ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 		})
-		r.written(out, err)
+		r.written(GuardWatermark, out, err)
 		return err
 	})
 }
@@ -282,7 +282,7 @@ func (r *run) parkWatermarked(t *plan.TargetDeltas, wm string) error {
 			UpdateExpression: e.Update(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 		})
-		r.written(out, err)
+		r.written(GuardNone, out, err)
 		return err
 	})
 	if err == nil {
@@ -401,7 +401,7 @@ func (r *run) transact(events []plan.EventDeltas) error {
 			return errTooManyItems
 		}
 		var cancel *types.TransactionCanceledException
-		err = r.transactWrite("applying counter transaction", items)
+		err = r.transactWrite("applying counter transaction", GuardMarker, items)
 		if err == nil {
 			parked := 0
 			for _, o := range owners {
@@ -561,7 +561,7 @@ func ccPtrs(cc []types.ConsumedCapacity) []*types.ConsumedCapacity {
 }
 
 // transactWrite runs one TransactWriteItems with retries, metering its capacity.
-func (r *run) transactWrite(what string, items []types.TransactWriteItem) error {
+func (r *run) transactWrite(what string, g Guard, items []types.TransactWriteItem) error {
 	err := r.do(what, func(ctx context.Context) error {
 		out, err := r.x.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 			TransactItems: items, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
@@ -570,6 +570,10 @@ func (r *run) transactWrite(what string, items []types.TransactWriteItem) error 
 			r.consumed(true, ccPtrs(out.ConsumedCapacity)...)
 		} else {
 			r.consumed(true)
+		}
+		var cancel *types.TransactionCanceledException
+		if errors.As(err, &cancel) && !retryable(err) {
+			r.count(func(s *Stats) { s.Refused[g]++ })
 		}
 		return err
 	})

@@ -198,7 +198,7 @@ func (r *run) startJob(f *plan.FanOut, cursor map[string]types.AttributeValue) e
 			ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 		})
-		r.written(out, err)
+		r.written(GuardJob, out, err)
 		return err
 	})
 	if _, ok := isCondFailed(err); ok {
@@ -244,7 +244,7 @@ func (r *run) continueJob(item map[string]types.AttributeValue) error {
 				ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 				ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 			})
-			r.written(out, err)
+			r.written(GuardJob, out, err)
 			return err
 		})
 		if _, ok := isCondFailed(err); ok {
@@ -268,7 +268,7 @@ func (r *run) continueJob(item map[string]types.AttributeValue) error {
 			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 		})
-		r.written(out, err)
+		r.written(GuardJob, out, err)
 		return err
 	})
 	if _, ok := isCondFailed(err); ok {

@@ -66,7 +66,7 @@ func (r *run) fold(g *plan.FoldGroup) error {
 			return err
 		}
 		var cancel *types.TransactionCanceledException
-		err = r.transactWrite("folding the park into "+k.PK+" "+k.SK, items)
+		err = r.transactWrite("folding the park into "+k.PK+" "+k.SK, GuardFold, items)
 		if err == nil {
 			r.count(func(s *Stats) { s.Folded++ })
 			return nil

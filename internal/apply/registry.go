@@ -51,7 +51,7 @@ func (r *run) register(f *plan.FanOut) error {
 			ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 		})
-		r.written(out, err)
+		r.written(GuardRegistry, out, err)
 		return err
 	})
 	if _, ok := isCondFailed(err); ok {

@@ -27,6 +27,48 @@ type Stats struct {
 	// AmbiguousRestores: restores after which Denorm cannot tell which of its writes since
 	// the application's replacement were repeats; logged, the target is left to verify.
 	AmbiguousRestores int
+	// Refused counts the writes refused by their condition, per guard: DynamoDB bills each
+	// refused single-item write 1 WCU, so these are the writes worth avoiding.
+	Refused [NumGuards]int
+}
+
+// Guard names the condition a write carries, for counting the writes it refused.
+type Guard int
+
+const (
+	// GuardWatermark: a counter update's watermark (a redelivered record, a missing or
+	// unstamped target, a target the application replaced since).
+	GuardWatermark Guard = iota
+	// GuardMarker: a counter transaction's event markers and target checks.
+	GuardMarker
+	// GuardVersion: a copy, mirror or delete's version (a newer version landed, or the
+	// copy target does not exist) and a fan-out target's link.
+	GuardVersion
+	// GuardPull: a pull's condition that the item still holds what the record saw.
+	GuardPull
+	// GuardRegistry: a fan-out's version registration (a newer one is registered).
+	GuardRegistry
+	// GuardJob: a fan-out job item's version and step.
+	GuardJob
+	// GuardFold: a fold's condition that the park and the target are as read.
+	GuardFold
+	// GuardNone: an unconditional write.
+	GuardNone
+	// NumGuards is the number of guards.
+	NumGuards
+)
+
+var guardNames = [NumGuards]string{"watermark", "marker", "version", "pull", "registry", "job", "fold", "none"}
+
+func (g Guard) String() string { return guardNames[g] }
+
+// RefusedTotal is the number of writes refused by any guard.
+func (s *Stats) RefusedTotal() int {
+	n := 0
+	for _, c := range s.Refused {
+		n += c
+	}
+	return n
 }
 
 // Add adds o to s.
@@ -52,6 +94,9 @@ func (s *Stats) Add(o Stats) {
 	s.Folded += o.Folded
 	s.Compensated += o.Compensated
 	s.AmbiguousRestores += o.AmbiguousRestores
+	for g, n := range o.Refused {
+		s.Refused[g] += n
+	}
 }
 
 func (r *run) consumed(write bool, ccs ...*types.ConsumedCapacity) {

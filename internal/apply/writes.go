@@ -70,6 +70,10 @@ func (r *run) update(t plan.Key, ver, version string, set []plan.AttrValue, remo
 	if err != nil {
 		return fmt.Errorf("building copy update: %w", err)
 	}
+	guard := GuardVersion
+	if seen != "" {
+		guard = GuardPull
+	}
 	return r.do("updating "+t.PK+" "+t.SK, func(ctx context.Context) error {
 		out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: aws.String(x.table), Key: x.key(t),
@@ -77,7 +81,7 @@ func (r *run) update(t plan.Key, ver, version string, set []plan.AttrValue, remo
 			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 		})
-		r.written(out, err)
+		r.written(guard, out, err)
 		return err
 	})
 }
@@ -98,14 +102,14 @@ func (r *run) deleteGuarded(t plan.Key, ver, version string, link *plan.AttrValu
 			ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 		})
-		r.written(out, err)
+		r.written(GuardVersion, out, err)
 		return err
 	})
 }
 
 // written records a single-item write's consumed capacity. A failed condition still costs
 // a write (DynamoDB charges it), counted as one unit since the error carries no figure.
-func (r *run) written(out any, err error) {
+func (r *run) written(g Guard, out any, err error) {
 	switch o := out.(type) {
 	case *dynamodb.PutItemOutput:
 		if o != nil {
@@ -126,6 +130,7 @@ func (r *run) written(out any, err error) {
 	if _, ok := isCondFailed(err); ok {
 		one := 1.0
 		r.consumed(true, &types.ConsumedCapacity{CapacityUnits: &one})
+		r.count(func(s *Stats) { s.Refused[g]++ })
 	}
 }
 
@@ -157,7 +162,7 @@ func (r *run) mirrorWrite(w *plan.Write) error {
 			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 		})
-		r.written(out, err)
+		r.written(GuardVersion, out, err)
 		return err
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -66,6 +67,9 @@ type RunResult struct {
 	// HandlerWCU is the WCU Denorm's own apply.Stats reported (a cross-check of Usage.WCU).
 	HandlerWCU      float64 `json:"handlerWCU,omitempty"`
 	HandlerWarnings int     `json:"handlerWarnings"`
+	// Refused is what Denorm's handler counted as writes refused by their condition, per
+	// guard (apply.Guard): each is billed 1 WCU.
+	Refused map[string]int `json:"refusedByGuard,omitempty"`
 	FloorWrites     int     `json:"floorWrites,omitempty"`
 	FloorWCU        float64 `json:"floorWcu,omitempty"`
 	Overlapped      bool    `json:"overlappedInvocations,omitempty"`
@@ -288,6 +292,22 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			q.BaselineWCUVsFloor, q.WritesVsBaseline, q.ThroughputVsBaseline, q.LagP50VsBaseline, q.LagP99VsBaseline, q.CPUVsBaseline,
 			100*q.CeilingFraction, 100*q.BaselineCeilingFrac)
 	}
+	p("\nWrites refused by their condition, per guard, as Denorm's handler counts them (first run of each workload; the meter's total in brackets):\n\n| workload | refused | by guard |\n|---|--:|---|\n")
+	for _, wr := range r.Workloads {
+		for _, run := range wr.Runs {
+			if run.System != Denorm {
+				continue
+			}
+			total := 0
+			var parts []string
+			for _, g := range sortedGuards(run.Refused) {
+				total += run.Refused[g]
+				parts = append(parts, fmt.Sprintf("%s %d", g, run.Refused[g]))
+			}
+			p("| %s | %d (%d) | %s |\n", wr.Name, total, run.Usage.CondFailed, strings.Join(parts, ", "))
+			break
+		}
+	}
 	c := r.Ceiling
 	p("\nRaw DynamoDB Local ceiling (best of %v concurrent clients): %.0f TransactWriteItems/s of 2 items (%.0f items/s, at %d clients); %.0f UpdateItem/s (at %d); %.0f UpdateItem/s of items in a global index (at %d).",
 		ceilingConcurrency, c.Transact.BestRequests, c.Transact.BestItems, c.Transact.BestAt, c.Update.BestRequests, c.Update.BestAt,
@@ -314,4 +334,19 @@ func verified(s Summary) string {
 		return fmt.Sprintf("clean x%d", s.Runs)
 	}
 	return "**DRIFT**"
+}
+
+// sortedGuards lists the guards of a refusal count, most refusals first.
+func sortedGuards(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for g := range m {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if m[out[i]] != m[out[j]] {
+			return m[out[i]] > m[out[j]]
+		}
+		return out[i] < out[j]
+	})
+	return out
 }

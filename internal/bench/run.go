@@ -297,7 +297,7 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 			res.CPUPerRecordUs = float64(st.CPU.Microseconds()) / float64(records)
 		}
 		res.HandlerWall = st.Wall.Seconds()
-		res.HandlerWCU, res.HandlerWarnings = logs.take()
+		res.HandlerWCU, res.HandlerWarnings, res.Refused = logs.take()
 	}
 	t0 := time.Now()
 	m, err := startMapping(r.streams, mi, mc)
@@ -362,7 +362,7 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 		lu := api.take()
 		res.LiveUsage = &lu
 		floor.take(api.writeCost)
-		_, w2 := logs.take()
+		_, w2, _ := logs.take()
 		res.HandlerWarnings += w2
 	}
 	if err := m.stop(); err != nil {
@@ -453,6 +453,7 @@ type captureLog struct {
 	mu       sync.Mutex
 	wcu      float64
 	warnings int
+	refused  map[string]int // writes refused by their condition, per guard
 }
 
 func (c *captureLog) Enabled(context.Context, slog.Level) bool { return true }
@@ -465,20 +466,28 @@ func (c *captureLog) Handle(_ context.Context, r slog.Record) error {
 		c.warnings++
 	}
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "wcu" {
+		switch a.Key {
+		case "wcu":
 			c.wcu += a.Value.Float64()
+		case "refused":
+			for _, g := range a.Value.Group() {
+				if c.refused == nil {
+					c.refused = map[string]int{}
+				}
+				c.refused[g.Key] += int(g.Value.Int64())
+			}
 		}
 		return true
 	})
 	return nil
 }
 
-func (c *captureLog) take() (float64, int) {
+func (c *captureLog) take() (float64, int, map[string]int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	w, n := c.wcu, c.warnings
-	c.wcu, c.warnings = 0, 0
-	return w, n
+	w, n, ref := c.wcu, c.warnings, c.refused
+	c.wcu, c.warnings, c.refused = 0, 0, nil
+	return w, n, ref
 }
 
 func quiet() *slog.Logger {

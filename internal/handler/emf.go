@@ -3,8 +3,17 @@ package handler
 import (
 	"encoding/json"
 	"io"
+	"strings"
 	"time"
+
+	"github.com/denorm/denorm/internal/apply"
 )
+
+// value is one metric of the line.
+type value struct {
+	name, unit string
+	v          any
+}
 
 // writeEMF writes one CloudWatch Embedded Metric Format line: CloudWatch turns it into
 // metrics without any API call from the function.
@@ -13,10 +22,7 @@ func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFaile
 	if o.Failed != "" || batchFailed {
 		failures = 1
 	}
-	values := []struct {
-		name, unit string
-		v          any
-	}{
+	values := []value{
 		{"Records", "Count", o.Records},
 		{"Effects", "Count", o.Effects},
 		{"Writes", "Count", o.Stats.Requests},
@@ -34,6 +40,13 @@ func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFaile
 		{"ParksFolded", "Count", o.Stats.Folded},
 		{"RestoresCompensated", "Count", o.Stats.Compensated},
 		{"AmbiguousRestores", "Count", o.Stats.AmbiguousRestores},
+		{"WritesRefused", "Count", o.Stats.RefusedTotal()},
+	}
+	for g, n := range o.Stats.Refused {
+		if apply.Guard(g) != apply.GuardNone {
+			name := apply.Guard(g).String()
+			values = append(values, value{"WritesRefusedBy" + strings.ToUpper(name[:1]) + name[1:], "Count", n})
+		}
 	}
 	metrics := make([]map[string]string, 0, len(values))
 	line := map[string]any{"Function": function}

@@ -169,6 +169,15 @@ func (h *Handler) emit(ctx context.Context, o Outcome, err error) {
 		slog.Int("retries", o.Stats.Retries), slog.Int("fanOutPages", o.Stats.FanOutPages), slog.Duration("oldestAge", o.Age),
 		slog.Int("noImage", o.NoImage), slog.Int("unlinked", o.Unlinked),
 	}
+	if o.Stats.RefusedTotal() > 0 {
+		var refused []any
+		for g, n := range o.Stats.Refused {
+			if n > 0 {
+				refused = append(refused, slog.Int(apply.Guard(g).String(), n))
+			}
+		}
+		attrs = append(attrs, slog.Group("refused", refused...))
+	}
 	msg := "batch applied"
 	switch {
 	case err != nil:
