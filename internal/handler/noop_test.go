@@ -94,8 +94,14 @@ func TestRemoveWithoutOldImage(t *testing.T) {
 	if !declared["RecordsWithoutImage"] || !declared["UnlinkedEffects"] {
 		t.Errorf("EMF does not declare the metrics: %v", declared)
 	}
-	if line := lastJSONLine(t, &logs); line["msg"] != "batch applied" || line["noImage"] != 1.0 || line["unlinked"] != 0.0 {
+	line := lastJSONLine(t, &logs)
+	if line["msg"] != "batch applied" || line["noImage"] != 1.0 || line["unlinked"] != 0.0 {
 		t.Errorf("log line %v, want batch applied with noImage 1 and unlinked 0", line)
+	}
+	// Every counter write of the second delivery is refused by its guard, and counted so.
+	refused, _ := line["refused"].(map[string]any)
+	if refused["watermark"] != 2.0 || emf["WritesRefusedByWatermark"] != 2.0 || emf["WritesRefused"].(float64) < 2 {
+		t.Errorf("refused: log %v, EMF WritesRefusedByWatermark %v of %v; want the 2 posts' watermark guards", line["refused"], emf["WritesRefusedByWatermark"], emf["WritesRefused"])
 	}
 	e.check()
 
