@@ -69,10 +69,10 @@ type RunResult struct {
 	HandlerWarnings int     `json:"handlerWarnings"`
 	// Refused is what Denorm's handler counted as writes refused by their condition, per
 	// guard (apply.Guard): each is billed 1 WCU.
-	Refused map[string]int `json:"refusedByGuard,omitempty"`
-	FloorWrites     int     `json:"floorWrites,omitempty"`
-	FloorWCU        float64 `json:"floorWcu,omitempty"`
-	Overlapped      bool    `json:"overlappedInvocations,omitempty"`
+	Refused     map[string]int `json:"refusedByGuard,omitempty"`
+	FloorWrites int            `json:"floorWrites,omitempty"`
+	FloorWCU    float64        `json:"floorWcu,omitempty"`
+	Overlapped  bool           `json:"overlappedInvocations,omitempty"`
 	// The live part.
 	Lag             Dist   `json:"lag"`
 	LiveUnseen      int    `json:"liveUnseen"` // live writes no rule watches (filtered out: nothing to see)
