@@ -84,13 +84,6 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 			wm = cur.Value
 			continue
 		}
-		if cur == nil {
-			// The application wrote the target without a watermark (created it, or put it
-			// whole) and its record is not applied yet: which records its image holds is
-			// known only then, so the deltas wait in the park until that record stamps it.
-			r.count(func(s *Stats) { s.Unstamped++ })
-			return rec, r.parkWatermarked(t, wm)
-		}
 		if rep == nil || expect == nil {
 			return rec, fmt.Errorf("counter update on %s %s failed its condition with watermark %v below %s", t.Target.PK, t.Target.SK, cur, minSeq)
 		}
@@ -180,8 +173,8 @@ func (r *run) ambiguous(t *plan.TargetDeltas, rep *plan.Replacement, cur, why st
 }
 
 // updateCounters ADDs attrs to the target at key and advances its watermark to maxSeq, on
-// condition that the watermark is below minSeq (with expect, that it is exactly that, ""
-// for absent; without needExists, a missing item is created). It records the first
+// condition that the watermark is absent or below minSeq (with expect, that it is exactly
+// that, "" for absent; without needExists, a missing item is created). It records the first
 // sequence number applied since the item was written by the application, which a later
 // restore or fold needs, and adds one to the write count, which tells this write from the
 // application's in the stream.
@@ -196,9 +189,10 @@ func (r *run) updateCounters(key map[string]types.AttributeValue, what string, a
 	ub = ub.Set(expression.Name(WatermarkAttr), num(record.NormSeq(maxSeq)))
 	ub = ub.Set(expression.Name(rules.FirstAttr), expression.IfNotExists(expression.Name(rules.FirstAttr), num(record.NormSeq(minSeq))))
 	ub = ub.Add(expression.Name(rules.WritesAttr), num("1"))
-	// A target that exists must carry a watermark below the first record (comparing with an
-	// absent watermark is false); only a missing one is created.
-	cond := expression.Name(WatermarkAttr).LessThan(num(record.NormSeq(minSeq)))
+	// A target without a watermark (one the application wrote, or one that predates Denorm)
+	// takes the write and is stamped by it.
+	cond := expression.AttributeNotExists(expression.Name(WatermarkAttr)).
+		Or(expression.Name(WatermarkAttr).LessThan(num(record.NormSeq(minSeq))))
 	switch {
 	case expect != nil && *expect == "":
 		cond = expression.AttributeNotExists(expression.Name(WatermarkAttr))
@@ -207,8 +201,6 @@ func (r *run) updateCounters(key map[string]types.AttributeValue, what string, a
 	}
 	if needExists {
 		cond = cond.And(exists(x.set.Table.PartitionKey))
-	} else {
-		cond = expression.AttributeNotExists(expression.Name(x.set.Table.PartitionKey)).Or(cond)
 	}
 	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
 	if err != nil {

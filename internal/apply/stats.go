@@ -21,7 +21,6 @@ type Stats struct {
 	JobsDone      int     // job items finished
 	Pulls         int     // targets filled from their source
 	Parked        int     // delta groups parked for a missing target (it gets them when it appears)
-	Unstamped     int     // delta groups parked because the application wrote the target without a watermark
 	Folded        int     // parks moved into a target that appeared
 	Compensated   int     // restores that took out deltas applied again after the application's write
 	// AmbiguousRestores: restores after which Denorm cannot tell which of its writes since
@@ -90,7 +89,6 @@ func (s *Stats) Add(o Stats) {
 	s.JobsDone += o.JobsDone
 	s.Pulls += o.Pulls
 	s.Parked += o.Parked
-	s.Unstamped += o.Unstamped
 	s.Folded += o.Folded
 	s.Compensated += o.Compensated
 	s.AmbiguousRestores += o.AmbiguousRestores

@@ -36,7 +36,6 @@ func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFaile
 		{"UnlinkedEffects", "Count", o.Unlinked},
 		{"MissingTargets", "Count", o.Stats.MissingTarget},
 		{"DeltasParked", "Count", o.Stats.Parked},
-		{"DeltasParkedUnstamped", "Count", o.Stats.Unstamped},
 		{"ParksFolded", "Count", o.Stats.Folded},
 		{"RestoresCompensated", "Count", o.Stats.Compensated},
 		{"AmbiguousRestores", "Count", o.Stats.AmbiguousRestores},

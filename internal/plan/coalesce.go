@@ -28,9 +28,9 @@ type Batch struct {
 	Folds []FoldGroup
 }
 
-// FoldGroup is a target that appeared (or was unstamped by the application) in record Rec,
-// whose sequence number is Seq: deltas parked for records before it are moved into it,
-// except those of records up to Covers (see Fold).
+// FoldGroup is a target that appeared in record Rec, whose sequence number is Seq: deltas
+// parked for records before it are moved into it, except those of records up to Covers: the
+// watermark of a restore the batch applies before it (a deleted target's image holds them).
 type FoldGroup struct {
 	Target Key
 	Rec    int
@@ -163,13 +163,9 @@ func Coalesce(recs []RecordPlan) *Batch {
 		if rp.Job != nil {
 			upsert(jobs, &b.Jobs, rp.JobKey, JobGroup{Item: rp.Job, Rec: i})
 		}
-		for _, f := range rp.Folds {
+		for _, k := range rp.Folds {
 			// The last record that needs a fold moves what was parked before it.
-			covers := f.Covers
-			if j, ok := folds[f.Target]; ok {
-				covers = MaxSeq(covers, b.Folds[j].Covers)
-			}
-			upsert(folds, &b.Folds, f.Target, FoldGroup{Target: f.Target, Rec: i, Seq: rp.Seq, Covers: covers})
+			upsert(folds, &b.Folds, k, FoldGroup{Target: k, Rec: i, Seq: rp.Seq})
 		}
 		var ev *EventDeltas
 		for _, d := range rp.Deltas {
@@ -251,7 +247,7 @@ func MaxSeq(a, b string) string {
 func (t *TargetDeltas) follow(recs []RecordPlan) {
 	for i := range t.Entries {
 		rep := t.Entries[i].Replaced
-		if rep == nil || rep.OldWM == "" || rep.NewWM == "" {
+		if rep == nil || rep.OldWM == "" {
 			continue
 		}
 		s := &Since{N: rep.NewN, WM: rep.NewWM, Repeats: map[string]Number{}}

@@ -41,10 +41,6 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		if d.Rule.Watermark && d.Target.PK == p.PK {
 			mode = "exactly once by the target's sequence watermark, one conditional UpdateItem"
 		}
-		if d.Restore && d.Amount.IsZero() && p.Op == "INSERT" {
-			fmt.Fprintf(w, "  %s: stamp %s with the watermark (%s): the application created it; deltas for it park until then\n", d.Rule.Name, d.Target, mode)
-			continue
-		}
 		if d.Restore && d.Amount.IsZero() {
 			fmt.Fprintf(w, "  %s: restore %s on %s (%s): the application's write dropped or lowered it; the counters were right\n", d.Rule.Name, "the watermark", d.Target, mode)
 			continue
@@ -55,12 +51,8 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %s: ADD %s %s on %s (%s)\n", d.Rule.Name, d.Rule.Agg.Attribute, signed(d.Amount), d.Target, mode)
 	}
-	for _, f := range p.Folds {
-		fmt.Fprintf(w, "  fold into %s the deltas parked while it was missing or unstamped, if any (one consistent read; a transaction moves them)", f.Target)
-		if f.Covers != "" {
-			fmt.Fprintf(w, "; those of records up to %s are in the restored image already", f.Covers)
-		}
-		fmt.Fprintln(w)
+	for _, k := range p.Folds {
+		fmt.Fprintf(w, "  fold into %s the deltas parked while it was missing, if any (one consistent read; a transaction moves them)\n", k)
 	}
 	for _, wr := range p.Writes {
 		switch {

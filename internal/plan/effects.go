@@ -28,22 +28,13 @@ type Delta struct {
 	// aggregate attribute (a PutItem that dropped a counter, a delete of the target): it
 	// never creates the target; a missing target parks it until the target appears.
 	Restore bool
-	// Replaced is set on the restore delta of an application's write of a watermarked
-	// target (a MODIFY, or the INSERT of an item the application created): what the write
-	// left, so the executor can tell deltas that were applied again after it (a batch
-	// redelivered between the write and its record) from new ones.
+	// Replaced is set on the restore delta of an application's MODIFY of a watermarked
+	// target: what the write left, so the executor can tell deltas that were applied again
+	// after it (a batch redelivered between the write and its record) from new ones.
 	Replaced *Replacement
 	// Covers, on the restore delta of a watermarked target, is the watermark of the image
 	// it brings back (the OldImage of a MODIFY or REMOVE): that image holds the deltas of
 	// every record up to it, so those records' deltas are not applied again.
-	Covers string
-}
-
-// Fold asks for the deltas parked for Target to be moved into it. Covers, when set, is the
-// watermark of the image the record's restore brought back: parked deltas of records up to
-// it are in that image already.
-type Fold struct {
-	Target Key
 	Covers string
 }
 
@@ -128,10 +119,9 @@ type RecordPlan struct {
 	Writes  []Write
 	FanOuts []FanOut
 	Pulls   []Pull
-	// Folds are targets that just appeared (their INSERT), or whose watermark the
-	// application dropped (a MODIFY): the deltas parked while they were missing or
-	// unstamped are moved into them.
-	Folds []Fold
+	// Folds are targets that just appeared (their INSERT): the deltas parked while they
+	// were missing are moved into them.
+	Folds []Key
 	// Own is set for a record of Denorm's own write of a watermarked target: a restore of
 	// an application's write earlier in the batch learns from it what was repeated.
 	Own *OwnWrite

@@ -32,20 +32,12 @@ func (e *eval) target() {
 			return
 		}
 		self := e.key(e.newB, nil)
-		e.rp.Folds = append(e.rp.Folds, Fold{Target: self})
+		e.rp.Folds = append(e.rp.Folds, self)
 		if denormCreated(e.spec, e.newE, aggs, c.New) {
 			return
 		}
-		newWM := record.SeqOf(c.New[rules.WatermarkAttr])
 		for _, r := range aggs {
-			n := NumberOf(c.New[r.Agg.Attribute])
-			if r.Watermark {
-				// Zero or not: the item the application created carries no watermark
-				// (Denorm's writes park their deltas until this record is applied), and
-				// this delta's write stamps it.
-				e.addDelta(Delta{Rule: r, Target: self, Amount: n.Neg(), Restore: true,
-					Replaced: &Replacement{NewWM: newWM, New: n}})
-			} else if !n.IsZero() {
+			if n := NumberOf(c.New[r.Agg.Attribute]); !n.IsZero() {
 				e.addDelta(Delta{Rule: r, Target: self, Amount: n.Neg(), Restore: true})
 			}
 		}
@@ -98,11 +90,6 @@ func (e *eval) target() {
 			newN, _ := writesOf(c.New)
 			e.addDelta(Delta{Rule: r, Target: self, Amount: d, Restore: true, Covers: oldWM,
 				Replaced: &Replacement{OldWM: oldWM, NewWM: newWM, New: NumberOf(c.New[a]), NewN: newN}})
-		}
-		if newWM == "" && oldWM != "" {
-			// Until this record is applied the target carries no watermark: Denorm's
-			// writes park their deltas, to be moved in once it is stamped again.
-			e.rp.Folds = append(e.rp.Folds, Fold{Target: self, Covers: oldWM})
 		}
 	}
 }
