@@ -77,6 +77,7 @@ func explain(w io.Writer, set *rules.Set, event []byte) error {
 			continue
 		}
 		rp.Describe(w)
+		explainBuckets(w, set, &c, &rp)
 		plans = append(plans, rp)
 	}
 	b := plan.Coalesce(plans)

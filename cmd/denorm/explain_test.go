@@ -54,3 +54,35 @@ func TestExplainGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestExplainBuckets: for rules into time buckets, explain shows the bucket each image's
+// timestamp falls in (offsets converted to UTC, epoch seconds), a move between buckets, a
+// value that is no time or a bucket already expired (no bucket: UnlinkedEffects), and the
+// TTL a created bucket item gets. Golden: testdata/buckets/explain.golden.
+func TestExplainBuckets(t *testing.T) {
+	set, err := rules.LoadSet(filepath.Join("..", "..", "internal", "rules", "testdata", "valid", "buckets.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join("testdata", "buckets", "event.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := explain(&out, set, data); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "buckets", "explain.golden")
+	if *update {
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/denorm -run TestExplainBuckets -update)", err)
+	}
+	if out.String() != string(want) {
+		t.Errorf("denorm explain:\n%s\nwant (%s):\n%s", out.String(), golden, want)
+	}
+}

@@ -14,7 +14,8 @@ func init() {
 }
 
 // runValidate loads each file and prints every problem, one per line, to stderr; a good
-// file gets "FILE: ok (N entities, M rules)" on stdout. Any bad file makes the exit status 1,
+// file gets "FILE: ok (N entities, M rules)" on stdout, then a line per rule into a time
+// bucket saying what the bucket is. Any bad file makes the exit status 1,
 // so CI and editors' task runners can use it as is.
 func runValidate(_ context.Context, args []string) error {
 	fs := newFlags("validate", "FILE... | --rules FILE")
@@ -45,9 +46,24 @@ func runValidate(_ context.Context, args []string) error {
 			continue
 		}
 		fmt.Printf("%s: ok (%d entities, %d rules)\n", path, len(f.Entities), len(f.Rules))
+		printBuckets(f)
 	}
 	if bad > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%d of %d files invalid", bad, len(files))}
 	}
 	return nil
+}
+
+// printBuckets prints, for each count or sum into a time bucket, what one target item
+// stands for and when it expires: what a user checks before deploying such a rule.
+func printBuckets(f *rules.File) {
+	set, err := rules.Compile(f)
+	if err != nil {
+		return // Load validated f; Compile fails only on what Load reported
+	}
+	for _, r := range set.Compiled() {
+		if b := r.Bucketing(set.Table.TTLAttribute); b != "" {
+			fmt.Printf("  rule %q: %s\n", r.Name, b)
+		}
+	}
 }

@@ -43,6 +43,8 @@ func writeFile(t *testing.T, name, content string) string {
 func TestValidateCommand(t *testing.T) {
 	good := filepath.Join("..", "..", "rules", "social.yaml")
 	bad := filepath.Join("..", "..", "internal", "rules", "testdata", "bad-five.yaml")
+	buckets := filepath.Join("..", "..", "internal", "rules", "testdata", "valid", "buckets.yaml")
+	badBuckets := filepath.Join("..", "..", "internal", "rules", "testdata", "bad-buckets.yaml")
 	missing := filepath.Join(t.TempDir(), "missing.yaml")
 	unclosed := writeFile(t, "unclosed.yaml", "version: 1\nentities:\n  User:\n    attributes: [name, email\n    pk: \"USER#{userId}\"\n    sk: PROFILE\n")
 	renamed := writeFile(t, "renamed.yaml", `version: 1
@@ -72,6 +74,17 @@ rules:
 		{"missing file", []string{missing}, 1, nil, []string{missing + ": reading rules file:"}, false},
 		{"no file", nil, 2, nil, []string{"usage: denorm validate FILE..."}, false},
 		{"--rules", []string{"--rules", good}, 0, []string{good + ": ok (9 entities, 11 rules)"}, nil, true},
+		// A rule into a time bucket says what one bucket item is and when it expires.
+		{"time buckets", []string{buckets}, 0, []string{buckets + ": ok (5 entities, 3 rules)\n" +
+			`  rule "post-daily-comments": Comment by the UTC day of createdAt into PostDay (sk "DAY#{createdAt:day}"), created on first use; expires 90d after its day ends (written to ttl)` + "\n" +
+			`  rule "customer-daily-orders": Order by the UTC day of placedAt into CustomerDay (sk "DAY#{placedAt:day}"), created on first use; expires 400d after its day ends (written to ttl)` + "\n"}, nil, true},
+		{"time bucket mistakes", []string{badBuckets}, 1, nil, []string{
+			badBuckets + `:15:9: entity "PostWeek": bad sk template: key template syntax: "WEEK#{createdAt:week}": variable {createdAt:week}: "week" is not a time bucket`,
+			badBuckets + `:19:32: rule "daily-comments": PostDay's sk "DAY#{createdAt:day}" holds a time bucket ({createdAt:day}): a bucket item does not exist before its first source`,
+			badBuckets + `:19:32: rule "daily-comments": PostDay's sk "DAY#{createdAt:day}" buckets {createdAt}, the time of each Comment, which Comment does not have: did you mean {created}?`,
+			badBuckets + `:19:71: rule "daily-comments": ttl is written to the table's TTL attribute, and the table has none: add ttlAttribute: ttl under table`,
+			badBuckets + `:21:31: rule "last-text": PostDay's sk "DAY#{createdAt:day}" holds a time bucket ({createdAt:day}): a bucket item stands for every source of its day`,
+		}, false},
 		// An unclosed '[' is reported where it opens (line 4), not where YAML gave up.
 		{"unclosed bracket", []string{unclosed}, 1, nil, []string{
 			unclosed + ":4:17: YAML syntax: the list this '[' opens lacks a ',' or its closing ']' (expected at line 5, column 7)"}, false},

@@ -186,6 +186,7 @@ func (r *run) updateCounters(key map[string]types.AttributeValue, what string, a
 			ub = ub.Add(expression.Name(a.Attribute), num(a.Amount.String()))
 		}
 	}
+	ub = withBucketTTL(ub, x.set.Table, key, attrs)
 	ub = ub.Set(expression.Name(WatermarkAttr), num(record.NormSeq(maxSeq)))
 	ub = ub.Set(expression.Name(rules.FirstAttr), expression.IfNotExists(expression.Name(rules.FirstAttr), num(record.NormSeq(minSeq))))
 	ub = ub.Add(expression.Name(rules.WritesAttr), num("1"))
@@ -498,6 +499,9 @@ func (r *run) buildTransaction(events []plan.EventDeltas, missing map[plan.Key]b
 			if !a.Amount.IsZero() {
 				ub = ub.Add(expression.Name(a.Attribute), num(a.Amount.String()))
 			}
+		}
+		if !park {
+			ub = withBucketTTL(ub, spec, x.key(k), attrs)
 		}
 		// The write count tells Denorm's writes from the application's in the stream.
 		ub = ub.Add(expression.Name(rules.WritesAttr), num("1"))

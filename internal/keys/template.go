@@ -3,7 +3,9 @@
 // A template is literal text with variables in braces. A variable captures one or more
 // characters other than '#', the segment separator of single-table designs, so matching is
 // unambiguous and linear. "{n:8}" renders a number zero-padded to 8 digits so that numeric
-// segments sort as numbers (seed 003); matching accepts any digits there.
+// segments sort as numbers (seed 003); matching accepts any digits there. "{createdAt:day}"
+// renders the UTC day of a timestamp (a time bucket: hour, day, month or year); matching
+// accepts a well-formed bucket of that width there.
 package keys
 
 import (
@@ -21,6 +23,7 @@ type Part struct {
 	Literal string // set for literal parts
 	Var     string // set for variables
 	Pad     int    // zero-pad width for numeric variables, 0 for none
+	Bucket  Width  // time bucket of the variable's timestamp, 0 for none
 }
 
 // Template is a parsed key template. It is immutable and safe for concurrent use.
@@ -37,7 +40,8 @@ var ErrSyntax = errors.New("key template syntax")
 // carry the attribute that links it (a parent removed, a sparse index key absent).
 var ErrNoValue = errors.New("no value for")
 
-// Parse parses a template. Variables are [A-Za-z_][A-Za-z0-9_]* with an optional ":width".
+// Parse parses a template. Variables are [A-Za-z_][A-Za-z0-9_]* with an optional ":N" (a
+// zero-pad width, digits) or ":hour", ":day", ":month", ":year" (a time bucket, letters).
 // Two variables may not touch (nothing would tell where one ends), and a literal may follow a
 // variable only if it starts with '#'.
 func Parse(src string) (*Template, error) {
@@ -53,7 +57,7 @@ func Parse(src string) (*Template, error) {
 				return nil, fmt.Errorf("%w: %q: unclosed '{' at offset %d", ErrSyntax, src, i)
 			}
 			body := src[i+1 : i+end]
-			name, pad, err := parseVar(body)
+			name, pad, bucket, err := parseVar(body)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %q: %v", ErrSyntax, src, err)
 			}
@@ -68,7 +72,7 @@ func Parse(src string) (*Template, error) {
 			if n := len(t.parts); n > 0 && t.parts[n-1].Var != "" {
 				return nil, fmt.Errorf("%w: %q: variables {%s} and {%s} touch; put a '#' between them", ErrSyntax, src, t.parts[n-1].Var, name)
 			}
-			t.parts = append(t.parts, Part{Var: name, Pad: pad})
+			t.parts = append(t.parts, Part{Var: name, Pad: pad, Bucket: bucket})
 			t.vars = append(t.vars, name)
 			i += end + 1
 		case '}':
@@ -87,26 +91,36 @@ func Parse(src string) (*Template, error) {
 	return t, nil
 }
 
-func parseVar(body string) (string, int, error) {
-	name, padS, hasPad := strings.Cut(body, ":")
+func parseVar(body string) (string, int, Width, error) {
+	name, opt, hasOpt := strings.Cut(body, ":")
 	if name == "" {
-		return "", 0, fmt.Errorf("empty variable name")
+		return "", 0, 0, fmt.Errorf("empty variable name")
 	}
 	for i, r := range name {
 		ok := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9')
 		if !ok {
-			return "", 0, fmt.Errorf("variable name %q: use letters, digits and '_'", name)
+			return "", 0, 0, fmt.Errorf("variable name %q: use letters, digits and '_'", name)
 		}
 	}
-	pad := 0
-	if hasPad {
-		n, err := strconv.Atoi(padS)
-		if err != nil || n < 1 || n > 38 {
-			return "", 0, fmt.Errorf("variable {%s}: width %q must be a number from 1 to 38", body, padS)
-		}
-		pad = n
+	if !hasOpt {
+		return name, 0, 0, nil
 	}
-	return name, pad, nil
+	// Digits are a zero-pad width, a word a bucket width: the two cannot be confused.
+	if w, ok := ParseWidth(opt); ok {
+		return name, 0, w, nil
+	}
+	if opt != "" && !isDigits(opt) {
+		hint := ""
+		if h := widthHint(opt); h != "" {
+			hint = fmt.Sprintf(" (did you mean {%s:%s}?)", name, h)
+		}
+		return "", 0, 0, fmt.Errorf("variable {%s}: %q is not a time bucket%s: use hour, day, month or year (or a number from 1 to 38 to zero-pad)", body, opt, hint)
+	}
+	n, err := strconv.Atoi(opt)
+	if err != nil || n < 1 || n > 38 {
+		return "", 0, 0, fmt.Errorf("variable {%s}: width %q must be a number from 1 to 38 (or hour, day, month or year for a time bucket)", body, opt)
+	}
+	return name, n, 0, nil
 }
 
 // MustParse is Parse for templates known to be valid (tests, examples).
@@ -164,6 +178,11 @@ func (t *Template) Match(s string, dst []string) ([]string, bool) {
 		if p.Pad > 0 && !isDigits(v) {
 			return dst, false
 		}
+		if p.Bucket != 0 {
+			if _, err := p.Bucket.Start(v); err != nil {
+				return dst, false
+			}
+		}
 		dst = append(dst, p.Var, v)
 		pos += end
 		_ = i
@@ -175,7 +194,10 @@ func (t *Template) Match(s string, dst []string) ([]string, bool) {
 type Lookup func(name string) (string, bool)
 
 // Render builds the key from variable values. It fails, naming the variable, when one is
-// missing, empty, contains '#', or is not a whole number where a width is given.
+// missing, empty, contains '#', or is not a whole number where a width is given. A bucket
+// variable renders the bucket of its value (see ParseTime); a value that is not a time, or
+// not as precise as the bucket, fails with an error wrapping both ErrNoValue and ErrNotTime:
+// the item links to no bucket, as if it lacked the variable.
 func (t *Template) Render(get Lookup) (string, error) {
 	if len(t.parts) == 1 && t.parts[0].Var == "" {
 		return t.parts[0].Literal, nil
@@ -190,6 +212,17 @@ func (t *Template) Render(get Lookup) (string, error) {
 		v, ok := get(p.Var)
 		if !ok || v == "" {
 			return "", fmt.Errorf("key %q: %w {%s}", t.src, ErrNoValue, p.Var)
+		}
+		if p.Bucket != 0 {
+			bt, prec, err := ParseTime(v)
+			if err == nil && prec > p.Bucket {
+				err = fmt.Errorf("%w: %q names a %s, not a %s", ErrNotTime, v, prec, p.Bucket)
+			}
+			if err != nil {
+				return "", fmt.Errorf("key %q: %w {%s:%s}: %w", t.src, ErrNoValue, p.Var, p.Bucket, err)
+			}
+			b.WriteString(p.Bucket.Bucket(bt))
+			continue
 		}
 		if strings.IndexByte(v, Sep) >= 0 {
 			return "", fmt.Errorf("key %q: value %q of {%s} contains '#'", t.src, v, p.Var)

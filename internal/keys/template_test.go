@@ -106,7 +106,7 @@ func TestMayOverlap(t *testing.T) {
 // FuzzTemplate: parsing, matching and rendering never panic, and whatever a template
 // matches renders back to the same key.
 func FuzzTemplate(f *testing.F) {
-	for _, s := range [][2]string{{"USER#{userId}", "USER#u1"}, {"COMMENT#{a}#{b}", "COMMENT#x#y"}, {"V{n:8}", "V00000001"}, {"{t}#X", "a#X"}} {
+	for _, s := range [][2]string{{"USER#{userId}", "USER#u1"}, {"COMMENT#{a}#{b}", "COMMENT#x#y"}, {"V{n:8}", "V00000001"}, {"{t}#X", "a#X"}, {"DAY#{d:day}#{h:hour}", "DAY#2026-11-23#2026-11-23T21"}, {"Y{y:year}", "Y2026"}} {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, tmpl, key string) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -23,6 +24,9 @@ type Evaluator struct {
 	spec   table.Spec
 	rules  []ruleSet
 	levels [][]int
+	// now is the time the records of the scan are given: time buckets whose ttl passed
+	// before it are expected to be gone.
+	now func() time.Time
 }
 
 type ruleSet struct {
@@ -74,7 +78,7 @@ func NewEvaluatorFor(f *rules.File, only []string) (*Evaluator, error) {
 	for _, n := range only {
 		want[n] = true
 	}
-	ev := &Evaluator{spec: f.Table}
+	ev := &Evaluator{spec: f.Table, now: time.Now}
 	var names []string
 	for i := range f.Rules {
 		names = append(names, f.Rules[i].Name)
@@ -229,7 +233,7 @@ func (w *Worker) insert(i int, item record.Item) (plan.RecordPlan, error) {
 	if spec.SortKey != "" {
 		keys[spec.SortKey] = item[spec.SortKey]
 	}
-	c := record.Change{EventID: "scan", Seq: "1", Op: record.Insert, Keys: keys, New: item}
+	c := record.Change{EventID: "scan", Seq: "1", Op: record.Insert, Keys: keys, New: item, Created: w.ev.now()}
 	return w.planners[i].Plan(&c)
 }
 

@@ -57,22 +57,10 @@ func sourceQueryOf(spec table.Spec, r *rules.CompiledRule) *sourceQuery {
 	if !r.Kind.Aggregate() {
 		return nil
 	}
-	vars := map[string]bool{}
-	for _, t := range []*keys.Template{r.Target.PK, r.Target.SK} {
-		if t != nil {
-			for _, v := range t.Vars() {
-				vars[v] = true
-			}
-		}
-	}
-	covered := func(t *keys.Template) bool {
-		for _, v := range t.Vars() {
-			if !vars[v] {
-				return false
-			}
-		}
-		return true
-	}
+	// A target's key may hold a variable only as a time bucket ({createdAt:day}), which
+	// renders a partition holding the same bucket, not one holding the time itself.
+	vars := keyVars(r.Target.PK, r.Target.SK)
+	covered := func(t *keys.Template) bool { return rendersFrom(t, vars) }
 	if covered(r.Source.PK) {
 		q := &sourceQuery{pkAttr: spec.PartitionKey, pk: r.Source.PK, skAttr: spec.SortKey, consistent: true}
 		if r.Source.SK != nil {
@@ -262,6 +250,7 @@ func (rp *repairer) recountWrite(ctx context.Context, j *recountJob) (Outcome, b
 	// The write count rises so the processor takes the write for Denorm's own.
 	ub := expression.Set(expression.Name(attr), val(numberAV(j.total))).
 		Add(expression.Name(rules.WritesAttr), expression.Value(numberAV(plan.Int(1))))
+	ub = withBucketTTL(ub, spec, r, j.d.Key) // a bucket item without its TTL gets it
 	err := rp.db.update(ctx, j.d.Key, ub, cond)
 	switch {
 	case err == nil:

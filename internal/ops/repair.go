@@ -205,6 +205,7 @@ func (rp *repairer) counter(ctx context.Context, d *Drift) (Outcome, error) {
 	// application's to undo.
 	ub := expression.Set(expression.Name(attr), val(numberAV(d.Total))).
 		Add(expression.Name(rules.WritesAttr), expression.Value(numberAV(plan.Int(1))))
+	ub = withBucketTTL(ub, spec, r, d.Key) // a bucket item without its TTL gets it
 	var cond expression.ConditionBuilder
 	if target == nil {
 		cond = expression.AttributeNotExists(expression.Name(spec.PartitionKey))

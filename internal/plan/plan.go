@@ -96,8 +96,11 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 		}
 	}
 	// Count and sum rules this item is the target of: undo what the application wrote
-	// into Denorm's attributes, fold in what was parked while it was missing.
-	ev.target()
+	// into Denorm's attributes, fold in what was parked while it was missing. A bucket
+	// item its ttl removed is over: nothing to undo or park.
+	if !ev.bucketExpired() {
+		ev.target()
+	}
 	return ev.rp, nil
 }
 
@@ -277,6 +280,8 @@ func (e *eval) aggregate(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 				return err
 			}
 			inOld = false // it was counted nowhere
+		} else if e.expired(r, oldT) {
+			inOld = false // its bucket is gone
 		} else if oldV, err = value(r, e.c.Old); err != nil {
 			return err
 		}
@@ -287,6 +292,8 @@ func (e *eval) aggregate(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 				return err
 			}
 			inNew = false // it counts nowhere now
+		} else if e.expired(r, newT) {
+			inNew = false // into a bucket that is over
 		} else if newV, err = value(r, e.c.New); err != nil {
 			return err
 		}

@@ -173,7 +173,7 @@ func denormCreated(s *rules.Set, ent *rules.EntityType, aggs []*rules.CompiledRu
 	}
 next:
 	for name := range item {
-		if strings.HasPrefix(name, rules.ReservedPrefix) || name == s.Table.PartitionKey || name == s.Table.SortKey {
+		if strings.HasPrefix(name, rules.ReservedPrefix) || name == s.Table.PartitionKey || name == s.Table.SortKey || ownTTL(s, aggs, name) {
 			continue
 		}
 		for _, k := range ent.Keys {

@@ -33,7 +33,12 @@ func (b Binding) Render(t *keys.Template) (string, error) { return t.Render(b.Ge
 
 // stringAttr returns a string or number attribute's text.
 func stringAttr(item record.Item, name string) (string, bool) {
-	switch v := item[name].(type) {
+	return stringValue(item[name])
+}
+
+// stringValue returns a string or number value's text.
+func stringValue(av types.AttributeValue) (string, bool) {
+	switch v := av.(type) {
 	case *types.AttributeValueMemberS:
 		return v.Value, true
 	case *types.AttributeValueMemberN:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/denorm/denorm/internal/keys"
 	"github.com/denorm/denorm/internal/record"
@@ -68,6 +69,9 @@ type CompiledRule struct {
 	// table keeps item collections in one partition (local indexes): deltas are then
 	// guarded by a per-target sequence watermark instead of per-event markers.
 	Watermark bool
+	// TTL is Agg.TTL parsed: how long after its time bucket ends a target expires (0 for
+	// never). See Expiry.
+	TTL time.Duration
 }
 
 // Compile checks f and turns it into a Set. Any Problems come back as the error.
@@ -242,6 +246,13 @@ func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRul
 			}
 		}
 		r.Watermark = len(f.Table.LocalIndexes) > 0 && r.Source.PK.String() == r.Target.PK.String()
+		if a.TTL != "" {
+			ttl, err := ParseTTL(a.TTL)
+			if err != nil {
+				return nil, fmt.Errorf("rule %q: %w", fr.Name, err)
+			}
+			r.TTL = ttl
+		}
 	default:
 		return nil, fmt.Errorf("rule %q: unknown kind %q", fr.Name, fr.Kind)
 	}
@@ -297,6 +308,11 @@ func (s *Set) Match(item record.Item, vars []string) (*EntityType, Binding) {
 		return nil, Binding{}
 	}
 	for _, e := range s.Entities {
+		// Entities mostly differ in their partition key's leading literal ("USER#",
+		// "POST#"): checking it first spares the others a full match.
+		if e.PK != nil && !strings.HasPrefix(pk, e.PK.Prefix()) {
+			continue
+		}
 		if b, ok := e.Match(item, vars[:0]); ok {
 			return e, b
 		}
@@ -313,10 +329,11 @@ func (e *EntityType) Match(item record.Item, vars []string) (Binding, bool) {
 		}
 	}
 	for _, k := range e.Keys {
-		if _, present := item[k.Attr]; !present && k.Sparse {
+		av, present := item[k.Attr]
+		if !present && k.Sparse {
 			continue
 		}
-		v, ok := stringAttr(item, k.Attr)
+		v, ok := stringValue(av)
 		if !ok {
 			return Binding{}, false
 		}

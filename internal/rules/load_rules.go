@@ -145,6 +145,9 @@ func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 			a.OnExpiry, _ = d.str(e.valNode, ctx, k+".onExpiry")
 		case "missingTarget":
 			a.MissingTarget, _ = d.str(e.valNode, ctx, k+".missingTarget")
+		case "ttl":
+			// Read as written: "ttl: 90" (a number without a unit) is reported by Validate.
+			a.TTL, _ = d.str(e.valNode, ctx, k+".ttl")
 		case "where":
 			for _, we := range d.entries(e.valNode, ctx, k+".where") {
 				r.Fields[k+".where."+we.key] = we.keyPos

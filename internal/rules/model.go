@@ -138,6 +138,10 @@ type Aggregate struct {
 	WhereOrder    []string
 	OnExpiry      string // remove (default), ignore
 	MissingTarget string // skip (default), create
+	// TTL, for a target whose key holds a time bucket ({createdAt:day}), is how long after
+	// the bucket ends the bucket item expires, as written ("90d", "36h"; "" for never).
+	// Denorm writes the expiry to the table's TTL attribute when it creates the item.
+	TTL string
 }
 
 // Problem is one validation or load error, with its position.

@@ -18,6 +18,7 @@ func Validate(f *File) Problems {
 	v.checkEntities()
 	v.checkRules()
 	v.checkWriters()
+	v.checkBucketTTLs()
 	v.checkCycles()
 	v.checkAmbiguity()
 	sortProblems(v.probs)

@@ -174,6 +174,9 @@ func (rc ruleCheck) checkCopy(c *Copy) {
 	if src == nil || dst == nil || src.broken() || dst.broken() {
 		return // unknown entities or variables: their problem comes first
 	}
+	if rc.bucketTarget(dst, "copy.to") {
+		return // its keys cannot be rendered per source: the bucket is the problem
+	}
 	if viaKnown {
 		rc.checkCopyVia(c, src, dst)
 	}
@@ -237,7 +240,7 @@ func (rc ruleCheck) checkMirror(m *Mirror) {
 		rc.write(dst, a, p, "mirror attribute")
 		rc.watch(src, a)
 	}
-	if src == nil || dst == nil || src.broken() || dst.broken() {
+	if src == nil || dst == nil || src.broken() || dst.broken() || rc.bucketTarget(dst, "mirror.to") {
 		return
 	}
 	// A mirror item is created from its source, so the source renders every key it has.
@@ -281,9 +284,11 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 	}
 	rc.option("onExpiry", a.OnExpiry, onExpiryValues)
 	rc.option("missingTarget", a.MissingTarget, missingTargetValues)
+	rc.checkTTLField(a)
 	if of == nil || into == nil || of.broken() || into.broken() {
 		return
 	}
+	rc.checkAggBucket(a, into)
 	spec := rc.v.f.Table
 	pksk := []string{spec.PartitionKey, spec.SortKey}
 	// The variables that pick the target are watched: changing them moves the item from one
@@ -295,7 +300,8 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 			}
 		}
 	}
-	if tmpls, miss := gaps(into, pksk, of.vars); len(miss) > 0 {
+	// A bucketed variable the source lacks gets its own message: it is the source's time.
+	if tmpls, miss := gaps(into, pksk, rc.bucketGaps(into, of, pksk)); len(miss) > 0 {
 		rc.add(rc.pos(k+".into", k), "%s's %s %s, which %s does not have: each %s must name the %s it adds to; %sadd %s to %s's attributes (%s)",
 			into.e.Name, needs(tmpls), setList(miss), of.e.Name, of.e.Name, into.e.Name, renameOr(into, of, miss), strings.Join(miss, ", "), of.e.Name, hasVars(of))
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/denorm/denorm/internal/rules"
 )
@@ -30,10 +31,22 @@ func fields(r *rules.CompiledRule) []field {
 		}
 		return append(fs, field{"where", where(a.Where)},
 			field{"onExpiry", orDefault(a.OnExpiry, rules.OnExpiryRemove)},
-			field{"missingTarget", orDefault(a.MissingTarget, rules.MissingSkip)})
+			field{"missingTarget", orDefault(a.MissingTarget, rules.MissingSkip)},
+			field{"ttl", ttl(r)})
 	default:
 		panic(fmt.Sprintf("rulesdiff: rule %q has unknown kind %q", r.Name, r.Kind))
 	}
+}
+
+// ttl shows a rule's ttl so that 24h and 1d are the same: in days when whole, else hours.
+func ttl(r *rules.CompiledRule) string {
+	switch {
+	case r.TTL <= 0:
+		return "none"
+	case r.TTL%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", r.TTL/(24*time.Hour))
+	}
+	return fmt.Sprintf("%dh", r.TTL/time.Hour)
 }
 
 func orDefault(v, def string) string {
@@ -248,6 +261,8 @@ func changes(o, n *rules.CompiledRule) ([]string, bool, string) {
 			} else {
 				backfill = append(backfill, "onExpiry remove: the counters still count items that expired")
 			}
+		case "ttl":
+			quiet = append(quiet, "ttl "+nf[i].val+" is written to bucket items created from now on (and to those without a TTL by their next delta); items keep the TTL they have, and buckets older than the ttl are no longer updated")
 		case "missingTarget":
 			if nf[i].val == rules.MissingSkip {
 				quiet = append(quiet, "missingTarget skip creates no more targets; those created stay")

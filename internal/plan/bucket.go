@@ -1,0 +1,61 @@
+package plan
+
+import (
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// Time buckets: a count or sum whose target key holds {createdAt:day} renders the bucket
+// from the source's image like any key (keys.Template.Render), so a source whose timestamp
+// changes leaves the old bucket and enters the new one, and a timestamp that is not a time
+// links to no bucket (Unlinked). What is special is the ttl: a bucket item expires a given
+// time after its bucket ends (rules.CompiledRule.Expiry). The executor writes the expiry
+// when it creates the item (apply/bucketttl.go); the planner leaves expired buckets alone.
+
+// expired reports whether target k of rule r is a bucket whose ttl had passed when the
+// record was written: a delta for it would re-create an item DynamoDB deletes anyway (a
+// comment of last year deleted today), so the source links to no live bucket and the
+// effect is counted as Unlinked. Decided on the record's own time, so a redelivery decides
+// the same; a record without one is never expired here (verify and backfill give their
+// scan's records the scan's time).
+func (e *eval) expired(r *rules.CompiledRule, k Key) bool {
+	if r.TTL <= 0 || e.c.Created.IsZero() {
+		return false
+	}
+	exp, ok := r.Expiry(k.PK, k.SK)
+	if !ok || exp.After(e.c.Created) {
+		return false
+	}
+	e.rp.Unlinked++
+	return true
+}
+
+// bucketExpired reports whether the record is DynamoDB's TTL deleting a bucket item whose
+// rules gave it that TTL: the bucket is over, so its aggregates are not parked for a
+// re-creation as those of a target the application deleted are.
+func (e *eval) bucketExpired() bool {
+	if !e.c.TTL || e.c.Op != record.Remove || e.oldE == nil {
+		return false
+	}
+	for _, r := range e.spec.RulesInto(e.oldE) {
+		if r.Kind.Aggregate() && r.TTL > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ownTTL reports whether attribute name of a count or sum target is the TTL Denorm writes
+// when it creates a bucket item (a rule of aggs has a ttl): an inserted target holding it
+// besides its keys, aggregates and Denorm's attributes is still one Denorm created.
+func ownTTL(s *rules.Set, aggs []*rules.CompiledRule, name string) bool {
+	if name == "" || name != s.Table.TTLAttribute {
+		return false
+	}
+	for _, r := range aggs {
+		if r.TTL > 0 {
+			return true
+		}
+	}
+	return false
+}
