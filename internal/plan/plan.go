@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -21,7 +22,6 @@ var ErrUnknownKind = errors.New("rule kind not handled by the planner")
 type Planner struct {
 	set        *rules.Set
 	oldV, newV []string
-	ev         eval // reused: planning a record allocates only what the plan keeps
 }
 
 // New returns a Planner for set.
@@ -70,8 +70,9 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 	if oldE == nil && newE == nil {
 		return rp, nil
 	}
-	ev := &p.ev
-	*ev = eval{c: c, version: record.NormSeq(c.Seq), oldE: oldE, newE: newE, oldB: oldB, newB: newB, rp: rp, spec: s, keys: ev.keys[:0]}
+	// The evaluation lives on the stack and holds a copy of the record, so that neither
+	// it nor the caller's Change is left for the collector.
+	ev := &eval{c: *c, version: record.NormSeq(c.Seq), oldE: oldE, newE: newE, oldB: oldB, newB: newB, rp: rp, spec: s}
 	// Rules this item is the source of (as it was, or as it is now). A rule has one source
 	// entity, so the two lists are disjoint when the entity changed.
 	for i, ent := range [2]*rules.EntityType{oldE, newE} {
@@ -116,15 +117,17 @@ func (e *eval) unlinked(err error) bool {
 }
 
 type eval struct {
-	c          *record.Change
+	c          record.Change
 	version    string
 	oldE, newE *rules.EntityType
 	oldB, newB rules.Binding
 	rp         RecordPlan
 	spec       *rules.Set
 	// keys caches rendered primary keys: the same target is often rendered by several rules
-	// (a comment's author is both counted into and copied from USER#{userId}).
-	keys []renderedKey
+	// (a comment's author is both counted into and copied from USER#{userId}). An array,
+	// not a slice, keeps the eval on the stack; a key beyond it is rendered each time.
+	keys  [4]renderedKey
+	nkeys int
 }
 
 type renderedKey struct {
@@ -313,12 +316,33 @@ func (e *eval) aggregate(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	return nil
 }
 
-// addDelta appends d, sizing the slice once for the rules that may add to it.
+// addDelta appends d, sizing the slice for one delta per count or sum rule the item is the
+// source or the target of: enough for most records (only a MODIFY that moves an item
+// between targets needs two for a rule), and no more, since every byte of it is garbage
+// for the collector once the batch is applied.
 func (e *eval) addDelta(d Delta) {
 	if e.rp.Deltas == nil {
-		e.rp.Deltas = make([]Delta, 0, 4)
+		n := 0
+		for i, ent := range [2]*rules.EntityType{e.oldE, e.newE} {
+			if ent == nil || (i == 1 && ent == e.oldE) {
+				continue
+			}
+			n += aggregates(e.spec.RulesFrom(ent)) + aggregates(e.spec.RulesInto(ent))
+		}
+		e.rp.Deltas = make([]Delta, 0, max(n, 1))
 	}
 	e.rp.Deltas = append(e.rp.Deltas, d)
+}
+
+// aggregates counts the count and sum rules in rs.
+func aggregates(rs []*rules.CompiledRule) int {
+	n := 0
+	for _, r := range rs {
+		if r.Kind.Aggregate() {
+			n++
+		}
+	}
+	return n
 }
 
 // value is what one member contributes: 1 for a count, the value attribute for a sum (an
@@ -352,7 +376,7 @@ func where(a *rules.Aggregate, item record.Item) bool {
 }
 
 func (e *eval) pull(r *rules.CompiledRule) error {
-	c := e.c
+	c := &e.c
 	switch c.Op {
 	case record.Insert:
 	case record.Modify:
@@ -386,7 +410,7 @@ func (e *eval) pull(r *rules.CompiledRule) error {
 
 // render builds entity ent's primary key from the old or the new image's binding.
 func (e *eval) render(old bool, ent *rules.EntityType) (Key, error) {
-	for _, rk := range e.keys {
+	for _, rk := range e.keys[:e.nkeys] {
 		if rk.ent == ent && rk.old == old {
 			return rk.key, nil
 		}
@@ -404,23 +428,69 @@ func (e *eval) render(old bool, ent *rules.EntityType) (Key, error) {
 		if ent.SK != nil {
 			k.SK, err = b.Render(ent.SK)
 		}
+	} else if pk, ok := ownKey(self, b.Item(), ent.PK); ok {
+		// Another key of the item is the target's partition key (a comment's gsi1pk is its
+		// author's): no new string either.
+		k.PK = pk
+		if ent.SK != nil {
+			k.SK, err = b.Render(ent.SK)
+		}
 	} else {
 		k, err = renderKey(b, ent)
 	}
-	if err == nil {
-		e.keys = append(e.keys, renderedKey{ent: ent, old: old, key: k})
+	if err == nil && e.nkeys < len(e.keys) {
+		e.keys[e.nkeys] = renderedKey{ent: ent, old: old, key: k}
+		e.nkeys++
 	}
 	return k, err
 }
 
+// ownKey returns the value of the item's key attribute whose template is t, when rendering
+// t from the item's binding gives exactly that value: t has no zero-padding or time bucket,
+// and no key matched before that one captures a variable of t (the binding would take that
+// capture's value).
+func ownKey(self *rules.EntityType, item record.Item, t *keys.Template) (string, bool) {
+	if self == nil || !verbatim(t) {
+		return "", false
+	}
+	for i, k := range self.Keys {
+		if k.T.String() != t.String() {
+			continue
+		}
+		for _, prev := range self.Keys[:i] {
+			for _, v := range prev.T.Vars() {
+				if slices.Contains(t.Vars(), v) {
+					return "", false
+				}
+			}
+		}
+		s, ok := item[k.Attr].(*types.AttributeValueMemberS)
+		if !ok {
+			return "", false
+		}
+		return s.Value, true
+	}
+	return "", false
+}
+
+// verbatim reports whether t renders its variables' values unchanged.
+func verbatim(t *keys.Template) bool {
+	for _, p := range t.Parts() {
+		if p.Pad > 0 || p.Bucket != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // samePK reports whether two entities' partition keys render identically from the same
-// variables (no zero-padding, which could normalize a value).
+// variables (no zero-padding or time bucket, which could normalize a value).
 func samePK(a, b *rules.EntityType) bool {
 	if a.PK.String() != b.PK.String() {
 		return false
 	}
 	for _, p := range a.PK.Parts() {
-		if p.Pad > 0 {
+		if p.Pad > 0 || p.Bucket != 0 {
 			return false
 		}
 	}

@@ -24,7 +24,7 @@ import (
 //
 // Denorm's own writes are told apart by the write count, which each of them raises by one.
 func (e *eval) target() {
-	c := e.c
+	c := &e.c
 	switch {
 	case c.Op == record.Insert && e.newE != nil:
 		aggs := aggregatesInto(e.spec, e.newE)

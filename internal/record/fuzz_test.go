@@ -28,10 +28,17 @@ func FuzzDecode(f *testing.F) {
 		f.Add(b.Bytes())
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		c, err := Decode(raw)
+		// Decode reads its input in place; what it returns must not change when the
+		// caller reuses the buffer, so the checks below run after it is overwritten.
+		buf := bytes.Clone(raw)
+		c, err := Decode(buf)
+		clear(buf)
 		if err != nil {
 			if _, ok := err.(*DecodeError); !ok {
 				t.Fatalf("error %T is not a *DecodeError", err)
+			}
+			if _, again := Decode(raw); again == nil || again.Error() != err.Error() {
+				t.Fatalf("error changed with the input buffer: %q, then %v", err, again)
 			}
 			return
 		}
