@@ -190,6 +190,7 @@ func Coalesce(recs []RecordPlan) *Batch {
 	for j := range b.Watermarked {
 		b.Watermarked[j].follow(recs)
 	}
+	b.Pulls = withoutRemoved(b.Pulls, recs)
 	// A restore applied with the batch (a deleted target's, say) covers the parked entries
 	// of its records too: the fold must leave them out as it leaves out the batch's.
 	for i := range b.Folds {
@@ -276,4 +277,27 @@ func (t *TargetDeltas) follow(recs []RecordPlan) {
 			rep.Since = s
 		}
 	}
+}
+
+// withoutRemoved drops the pulls whose target a later record of the batch deletes: the
+// item is gone from the table already (a stream record follows its write), so the pull's
+// write could only be refused by its guard, at 1 WCU. An item put again after the delete
+// has its own record and pull.
+func withoutRemoved(pulls []PullGroup, recs []RecordPlan) []PullGroup {
+	removed := map[Key]int{} // the last record that deletes the item
+	for i := range recs {
+		if recs[i].Op == "REMOVE" {
+			removed[Key{PK: recs[i].PK, SK: recs[i].SK}] = i
+		}
+	}
+	if len(removed) == 0 {
+		return pulls
+	}
+	kept := pulls[:0]
+	for _, p := range pulls {
+		if i, ok := removed[p.Target]; !ok || i < p.Rec {
+			kept = append(kept, p)
+		}
+	}
+	return kept
 }

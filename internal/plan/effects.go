@@ -114,6 +114,7 @@ type RecordPlan struct {
 	EventID string
 	Op      string // INSERT, MODIFY or REMOVE
 	PK      string // the record's partition key value
+	SK      string // the record's sort key value ("" for none)
 	Entity  string // the matched entity ("" for none)
 	Deltas  []Delta
 	Writes  []Write

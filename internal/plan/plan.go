@@ -40,6 +40,9 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 		return rp, fmt.Errorf("record %s: key attribute %s missing or not a string", c.EventID, s.Table.PartitionKey)
 	}
 	rp.PK = pk.Value
+	if sk, ok := c.Keys[s.Table.SortKey].(*types.AttributeValueMemberS); ok {
+		rp.SK = sk.Value
+	}
 	if rules.IsReserved(pk.Value) {
 		if strings.HasPrefix(pk.Value, rules.JobPrefix) && c.New != nil {
 			rp.Job = c.New
