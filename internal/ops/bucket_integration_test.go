@@ -18,19 +18,6 @@ import (
 	"github.com/denorm/denorm/internal/rules"
 )
 
-// bucketRules: daily comment counts per post (recounted from the post's partition) and
-// monthly ones per user (totals from the scan), the day items expiring 30 days after.
-const bucketRules = `version: 1
-entities:
-  Comment:   {pk: "POST#{postId}", sk: "COMMENT#{commentId}", attributes: [createdAt, userId]}
-  PostDay:   {pk: "POST#{postId}", sk: "DAY#{createdAt:day}", attributes: [commentCount]}
-  UserMonth: {pk: "USER#{userId}", sk: "MONTH#{createdAt:month}", attributes: [commentCount]}
-rules:
-  - name: post-daily-comments
-    count: {of: Comment, into: PostDay, attribute: commentCount, missingTarget: create, ttl: 30d}
-  - name: user-monthly-comments
-    count: {of: Comment, into: UserMonth, attribute: commentCount, missingTarget: create}
-`
 
 // TestBackfillAndVerifyBuckets: a table holding only comments gets, from one backfill, every
 // day and month bucket item with its count and (day items) its TTL; none for a bucket whose
@@ -38,7 +25,7 @@ rules:
 // missing and an expired bucket item: verify finds the first two only, and repairs them.
 func TestBackfillAndVerifyBuckets(t *testing.T) {
 	db, _ := ddbtest.Clients(t)
-	f, err := rules.Parse("buckets.yaml", []byte(bucketRules))
+	f, err := rules.Load("testdata/buckets.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,23 +12,10 @@ import (
 	"github.com/denorm/denorm/internal/rules"
 )
 
-// bucketYAML: daily comment counts per post (sources queryable from the target: the same
-// partition) and monthly ones per user (only a scan finds the sources).
-const bucketYAML = `version: 1
-entities:
-  Comment:   {pk: "POST#{postId}", sk: "COMMENT#{commentId}", attributes: [createdAt, userId]}
-  PostDay:   {pk: "POST#{postId}", sk: "DAY#{createdAt:day}", attributes: [commentCount]}
-  UserMonth: {pk: "USER#{userId}", sk: "MONTH#{createdAt:month}", attributes: [commentCount]}
-rules:
-  - name: post-daily-comments
-    count: {of: Comment, into: PostDay, attribute: commentCount, missingTarget: create, ttl: 30d}
-  - name: user-monthly-comments
-    count: {of: Comment, into: UserMonth, attribute: commentCount, missingTarget: create}
-`
 
 func bucketEval(t testing.TB, now time.Time) *Evaluator {
 	t.Helper()
-	f, err := rules.Parse("buckets.yaml", []byte(bucketYAML))
+	f, err := rules.Load("testdata/buckets.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
