@@ -11,32 +11,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/denorm/denorm/internal/ddbtest"
 	"github.com/denorm/denorm/internal/keys"
-	"github.com/denorm/denorm/internal/ops"
 	"github.com/denorm/denorm/internal/ops/opstest"
-	"github.com/denorm/denorm/internal/rules"
 )
-
 
 // TestBackfillAndVerifyBuckets: a table holding only comments gets, from one backfill, every
 // day and month bucket item with its count and (day items) its TTL; none for a bucket whose
 // TTL has passed or a comment whose time is no time. Verify is then clean; a wrong, a
 // missing and an expired bucket item: verify finds the first two only, and repairs them.
 func TestBackfillAndVerifyBuckets(t *testing.T) {
-	db, _ := ddbtest.Clients(t)
-	f, err := rules.Load("testdata/buckets.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := ops.NewEvaluator(f, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	name, _ := ddbtest.NewTable(t, db, f.Table)
-	fx := &fixture{t: t, db: db, table: name, ev: ev}
 	ctx := context.Background()
-
 	now := time.Now().UTC()
 	d1 := now.AddDate(0, 0, -3).Truncate(24 * time.Hour)
 	d2 := now.AddDate(0, -1, -2).Truncate(24 * time.Hour)
@@ -61,9 +45,8 @@ func TestBackfillAndVerifyBuckets(t *testing.T) {
 			comment(p, "c"+strconv.Itoa(i), u, sAV("not a time"))
 		}
 	}
-	if err := opstest.Load(ctx, db, name, items); err != nil {
-		t.Fatal(err)
-	}
+	fx := newFixtureOf(t, "testdata/buckets.yaml", items)
+	db, name := fx.db, fx.table
 
 	// The truth, computed here from the times.
 	want := map[[2]string]int{}

@@ -12,7 +12,6 @@ import (
 	"github.com/denorm/denorm/internal/rules"
 )
 
-
 func bucketEval(t testing.TB, now time.Time) *Evaluator {
 	t.Helper()
 	f, err := rules.Load("testdata/buckets.yaml")

@@ -36,8 +36,14 @@ type fixture struct {
 
 func newFixture(t *testing.T, items []opstest.Item) *fixture {
 	t.Helper()
+	return newFixtureOf(t, "../../rules/social.yaml", items)
+}
+
+// newFixtureOf is a table for the rules file at path, holding items.
+func newFixtureOf(t *testing.T, path string, items []opstest.Item) *fixture {
+	t.Helper()
 	db, _ := ddbtest.Clients(t)
-	f, err := rules.Load("../../rules/social.yaml")
+	f, err := rules.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
