@@ -144,9 +144,10 @@ func (r *run) compensation(t *plan.TargetDeltas, rep *plan.Replacement, item map
 	case rep.OldWM == "" && rep.NewWM == "":
 		return nil // nothing was counted before the replacement
 	case rep.OldWM == "":
-		// An item created with a watermark written back (read before a delete): the
-		// deleted item's records Denorm applied since cannot be told from new ones.
-		r.ambiguous(t, rep, cur, "the application created it with a watermark it had read earlier")
+		// A watermark written onto an item that had none (read from it before a delete):
+		// records of the item before the delete that Denorm applied since cannot be told
+		// from new ones.
+		r.ambiguous(t, rep, cur, "the application wrote a watermark read earlier onto an item that had none")
 		return nil
 	case cur != "" && record.CompareSeq(cur, rep.OldWM) > 0:
 		r.ambiguous(t, rep, cur, "Denorm's writes since the replacement straddle its old watermark")
