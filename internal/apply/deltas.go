@@ -125,7 +125,7 @@ func (r *run) compensation(t *plan.TargetDeltas, rep *plan.Replacement, item map
 		// The batch holds the records of Denorm's writes since: exact when they are all
 		// of them, or when the last of them is past the old watermark (any later write
 		// applied only records after it).
-		n, _ := strconv.ParseUint(record.SeqOf(item[rules.WritesAttr]), 10, 64)
+		n, _ := plan.WritesOf(item)
 		if n == s.N || (n > s.N && record.CompareSeq(s.WM, rep.OldWM) >= 0) {
 			r.count(func(st *Stats) { st.Compensated++ })
 			return s.Repeats

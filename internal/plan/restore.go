@@ -87,7 +87,7 @@ func (e *eval) target() {
 			}
 			// Every watermarked attribute gets one, zero or not: each carries what the
 			// write left, for the executor's check of deltas applied again since.
-			newN, _ := writesOf(c.New)
+			newN, _ := WritesOf(c.New)
 			e.addDelta(Delta{Rule: r, Target: self, Amount: d, Restore: true, Covers: oldWM,
 				Replaced: &Replacement{OldWM: oldWM, NewWM: newWM, New: NumberOf(c.New[a]), NewN: newN}})
 		}
@@ -112,8 +112,8 @@ func aggregatesInto(s *rules.Set, ent *rules.EntityType) []*rules.CompiledRule {
 // one above the count now; the watermark it writes back with it is then below the one
 // Denorm stamped since, which tells it apart (a watermark that rose is no proof either way).
 func ownWrite(old, new record.Item) bool {
-	o, ok := writesOf(old)
-	n, nok := writesOf(new)
+	o, ok := WritesOf(old)
+	n, nok := WritesOf(new)
 	return ok && nok && n == o+1 && seqBelow(new[rules.WatermarkAttr], old[rules.WatermarkAttr]) <= 0
 }
 
@@ -121,8 +121,8 @@ func ownWrite(old, new record.Item) bool {
 func ownRecord(self Key, aggs []*rules.CompiledRule, old, new record.Item) *OwnWrite {
 	w := &OwnWrite{Target: self, OldWM: record.SeqOf(old[rules.WatermarkAttr]), NewWM: record.SeqOf(new[rules.WatermarkAttr]),
 		Added: map[string]Number{}}
-	w.OldN, _ = writesOf(old)
-	w.NewN, _ = writesOf(new)
+	w.OldN, _ = WritesOf(old)
+	w.NewN, _ = WritesOf(new)
 	for _, r := range aggs {
 		if r.Watermark {
 			a := r.Agg.Attribute
@@ -135,8 +135,8 @@ func ownRecord(self Key, aggs []*rules.CompiledRule, old, new record.Item) *OwnW
 	return w
 }
 
-// writesOf is an item's write count: 0 when absent; false when it is not a count.
-func writesOf(item record.Item) (uint64, bool) {
+// WritesOf is an item's write count: 0 when absent; false when it is not a count.
+func WritesOf(item record.Item) (uint64, bool) {
 	v, ok := item[rules.WritesAttr]
 	if !ok {
 		return 0, true

@@ -235,20 +235,10 @@ func changes(o, n *rules.CompiledRule) ([]string, bool, string) {
 		switch name {
 		case "set":
 			added, removed := setChanges(o.Copy.Set, n.Copy.Set)
-			if len(added) > 0 {
-				backfill = append(backfill, "copies "+strings.Join(added, ", ")+" now")
-			}
-			if len(removed) > 0 {
-				quiet = append(quiet, "no longer copies "+strings.Join(removed, ", "))
-			}
+			backfill, quiet = noteAttrs("copies", added, removed, backfill, quiet)
 		case "attributes":
 			added, removed := listChanges(o.Mirror.Attributes, n.Mirror.Attributes)
-			if len(added) > 0 {
-				backfill = append(backfill, "mirrors "+strings.Join(added, ", ")+" now")
-			}
-			if len(removed) > 0 {
-				quiet = append(quiet, "no longer mirrors "+strings.Join(removed, ", "))
-			}
+			backfill, quiet = noteAttrs("mirrors", added, removed, backfill, quiet)
 		case "onSourceDelete":
 			if nf[i].val == rules.OnDeleteKeep {
 				quiet = append(quiet, "onSourceDelete keep leaves the targets of deleted sources as they are")
@@ -277,6 +267,18 @@ func changes(o, n *rules.CompiledRule) ([]string, bool, string) {
 		return diffs, true, strings.Join(backfill, "; ")
 	}
 	return diffs, false, strings.Join(quiet, "; ")
+}
+
+// noteAttrs notes the attributes a copy or mirror (verb: "copies", "mirrors") writes now,
+// which need a backfill, and those it no longer writes, which need none.
+func noteAttrs(verb string, added, removed, backfill, quiet []string) ([]string, []string) {
+	if len(added) > 0 {
+		backfill = append(backfill, verb+" "+strings.Join(added, ", ")+" now")
+	}
+	if len(removed) > 0 {
+		quiet = append(quiet, "no longer "+verb+" "+strings.Join(removed, ", "))
+	}
+	return backfill, quiet
 }
 
 // setChanges returns the target attributes of a copy that are new or copy another source
