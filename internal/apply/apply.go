@@ -39,8 +39,8 @@ type Options struct {
 	JobBudget time.Duration
 	// Concurrency bounds parallel single-item writes (default 16).
 	Concurrency int
-	// MarkerTTL is how long idempotency markers live: longer than stream retention (24 h)
-	// plus retries (default 7 days).
+	// MarkerTTL is how long idempotency markers and relay items live: longer than stream
+	// retention (24 h) plus retries (default 7 days).
 	MarkerTTL time.Duration
 	// DeadlineMargin: no new write starts when less than this is left (default 3 s).
 	DeadlineMargin time.Duration
@@ -114,6 +114,7 @@ func (x *Executor) Apply(ctx context.Context, b *plan.Batch) Result {
 	r.parallel(len(b.Jobs), func(i int) (int, error) { return b.Jobs[i].Rec, r.continueJob(b.Jobs[i].Item) })
 	r.parallel(len(b.Pulls), func(i int) (int, error) { return b.Pulls[i].Rec, r.pull(&b.Pulls[i].Pull) })
 	r.parallel(len(b.Watermarked), func(i int) (int, error) { return r.watermarked(&b.Watermarked[i]) })
+	r.parallel(len(b.Relays), func(i int) (int, error) { return r.relay(&b.Relays[i]) })
 	if rec, err := r.marked(b.Marked); err != nil {
 		r.fail(rec, err)
 	}

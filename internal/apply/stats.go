@@ -23,6 +23,7 @@ type Stats struct {
 	Parked        int     // delta groups parked for a missing target (it gets them when it appears)
 	Folded        int     // parks moved into a target that appeared
 	Compensated   int     // restores that took out deltas applied again after the application's write
+	Relayed       int     // relay writes: one source's deltas to a target in another partition
 	// AmbiguousRestores: restores after which Denorm cannot tell which of its writes since
 	// the application's replacement were repeats; logged, the target is left to verify.
 	AmbiguousRestores int
@@ -51,13 +52,15 @@ const (
 	GuardJob
 	// GuardFold: a fold's condition that the park and the target are as read.
 	GuardFold
+	// GuardRelay: a relay write's source sequence number (a redelivered record).
+	GuardRelay
 	// GuardNone: an unconditional write.
 	GuardNone
 	// NumGuards is the number of guards.
 	NumGuards
 )
 
-var guardNames = [NumGuards]string{"watermark", "marker", "version", "pull", "registry", "job", "fold", "none"}
+var guardNames = [NumGuards]string{"watermark", "marker", "version", "pull", "registry", "job", "fold", "relay", "none"}
 
 func (g Guard) String() string { return guardNames[g] }
 
@@ -91,6 +94,7 @@ func (s *Stats) Add(o Stats) {
 	s.Parked += o.Parked
 	s.Folded += o.Folded
 	s.Compensated += o.Compensated
+	s.Relayed += o.Relayed
 	s.AmbiguousRestores += o.AmbiguousRestores
 	for g, n := range o.Refused {
 		s.Refused[g] += n

@@ -180,7 +180,7 @@ func (r *Report) summarize() {
 			case TargetSamePartition:
 				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 0.1, w.Ratios.WCUVsBaseline <= 0.1})
 			case TargetCrossPartition:
-				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 0.6, w.Ratios.WCUVsBaseline <= 0.6})
+				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 0.35, w.Ratios.WCUVsBaseline <= 0.35})
 			case TargetCopies, TargetFloor:
 				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsFloor, 1.05, w.Ratios.WCUVsFloor <= 1.05})
 			}

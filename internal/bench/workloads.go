@@ -17,7 +17,7 @@ type Target string
 // Targets of the issue.
 const (
 	TargetSamePartition  Target = "same-partition counters: WCU <= 0.1x baseline"
-	TargetCrossPartition Target = "cross-partition counters: WCU <= 0.6x baseline"
+	TargetCrossPartition Target = "cross-partition counters: WCU <= 0.35x baseline"
 	TargetCopies         Target = "copies: WCU <= 1.05x floor"
 	TargetFloor          Target = "copies, mirrors, same-partition counters: WCU <= 1.05x floor"
 )

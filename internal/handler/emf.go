@@ -38,6 +38,7 @@ func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFaile
 		{"DeltasParked", "Count", o.Stats.Parked},
 		{"ParksFolded", "Count", o.Stats.Folded},
 		{"RestoresCompensated", "Count", o.Stats.Compensated},
+		{"DeltasRelayed", "Count", o.Stats.Relayed},
 		{"AmbiguousRestores", "Count", o.Stats.AmbiguousRestores},
 		{"WritesRefused", "Count", o.Stats.RefusedTotal()},
 	}

@@ -132,3 +132,86 @@ func TestMalformedRecordIsABatchItemFailure(t *testing.T) {
 	e.drain(10, e.lambdaLike)
 	e.check()
 }
+
+// A post is counted into its author's profile in another partition, through a relay item
+// in the profile's partition. The first delivery writes the relay item for the post's
+// insert but fails at an earlier record (another post's counter); Lambda resumes there with
+// a longer batch that also holds the post's move to another author. The relay write must
+// take only the move (the item says it holds the insert): relaying insert and move again
+// would leave u1 counting a post it lost.
+func TestRelayResumedWithMoreRecords(t *testing.T) {
+	e := newEnv(t, apply.Options{})
+	e.api.failAfter = -1
+	e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ann"})
+	e.put(map[string]string{"pk": "USER#u2", "sk": "PROFILE", "name": "Bo"})
+	e.put(map[string]string{"pk": "POST#q", "sk": "METADATA", "userId": "u2"})
+	e.drain(10, e.lambdaLike)
+
+	e.put(map[string]string{"pk": "POST#q", "sk": "COMMENT#c1", "gsi1pk": "USER#u2", "gsi1sk": "COMMENT#c1", "status": "visible"})
+	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+	first := e.records()
+	if len(first) != 2 {
+		t.Fatalf("%d records, want the comment on q and the insert of p1", len(first))
+	}
+	e.api.failPK = "POST#q"
+	if i := e.invoke(first); i != 0 {
+		t.Fatalf("first delivery failed at record %d, want 0 (post q's counter)", i)
+	}
+	e.api.failPK = ""
+	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u2"})
+	e.lambdaLike(append(first, e.records()...)) // resumed at record 0, with the move after
+	e.drain(10, e.lambdaLike)
+	e.check()
+}
+
+// The cross-partition count with exactlyOnce: transaction (per-event markers) under the
+// same faults: delivered twice, crashed after k writes and redelivered or resumed, bisected.
+func TestTransactionModeUnderFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		deliver func(e *env) func(b []json.RawMessage)
+	}{
+		{"twice", func(e *env) func(b []json.RawMessage) {
+			return func(b []json.RawMessage) { e.lambdaLike(b); e.lambdaLike(b) }
+		}},
+		{"crash, redelivered", func(e *env) func(b []json.RawMessage) {
+			k := 0
+			return func(b []json.RawMessage) {
+				k = (k + 3) % 7
+				e.api.failAfter, e.api.writes = k, 0
+				e.invoke(b)
+				e.api.failAfter = -1
+				e.lambdaLike(b)
+			}
+		}},
+		{"crash, resumed", func(e *env) func(b []json.RawMessage) {
+			k := 0
+			return func(b []json.RawMessage) {
+				k = (k + 3) % 7
+				e.api.failAfter, e.api.writes = k, 0
+				i := e.invoke(b)
+				e.api.failAfter = -1
+				e.lambdaLike(b[i:])
+			}
+		}},
+		{"bisected", func(e *env) func(b []json.RawMessage) {
+			return func(b []json.RawMessage) {
+				h := len(b) / 2
+				e.lambdaLike(b[:h])
+				e.lambdaLike(b[h:])
+				e.lambdaLike(b)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnvRules(t, apply.Options{}, transactionRules)
+			if r := e.set.Rule("user-post-count"); r.Relay || r.Watermark {
+				t.Fatal("user-post-count should use markers")
+			}
+			e.api.failAfter = -1
+			e.workload(7, 4, 5, 200)
+			e.drain(25, tc.deliver(e))
+			e.check()
+		})
+	}
+}

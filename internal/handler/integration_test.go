@@ -53,9 +53,15 @@ type env struct {
 	api    *faultyAPI
 }
 
-func newEnv(t *testing.T, opt apply.Options) *env {
+func newEnv(t *testing.T, opt apply.Options) *env { return newEnvRules(t, opt, testRules) }
+
+// transactionRules is testRules with the cross-partition count made exactly once by
+// per-event markers in transactions instead of relay items.
+var transactionRules = strings.Replace(testRules, "attribute: postCount}", "attribute: postCount, exactlyOnce: transaction}", 1)
+
+func newEnvRules(t *testing.T, opt apply.Options, text string) *env {
 	db, streams := ddbtest.Clients(t)
-	set, err := rules.ParseSet("test.yaml", []byte(testRules))
+	set, err := rules.ParseSet("test.yaml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,9 @@ type Batch struct {
 	Jobs []JobGroup
 	// Watermarked: deltas applied with a per-target sequence watermark, one group per target.
 	Watermarked []TargetDeltas
+	// Relays: deltas to targets in other partitions, written to relay items in the
+	// targets' partitions; one group per (target, source).
+	Relays []RelayGroup
 	// Marked: deltas applied with a per-event idempotency marker, one group per event.
 	Marked []EventDeltas
 	// Folds: targets that appeared, to receive what was parked while they were missing;
@@ -149,6 +152,7 @@ func Coalesce(recs []RecordPlan) *Batch {
 	jobs := map[Key]int{}
 	folds := map[Key]int{}
 	wm := map[Key]int{}
+	relays := map[[2]Key]int{}
 	for i := range recs {
 		rp := &recs[i]
 		for _, w := range rp.Writes {
@@ -178,6 +182,17 @@ func Coalesce(recs []RecordPlan) *Batch {
 					b.Watermarked = append(b.Watermarked, TargetDeltas{Target: d.Target})
 				}
 				b.Watermarked[j].Entries = append(b.Watermarked[j].Entries, Entry{Rec: i, Seq: rp.Seq, Rule: d.Rule, Amount: d.Amount, Restore: d.Restore, Replaced: d.Replaced, Covers: d.Covers})
+				continue
+			}
+			if d.Rule.Relay {
+				src := Key{PK: rp.PK, SK: rp.SK}
+				j, ok := relays[[2]Key{d.Target, src}]
+				if !ok {
+					j = len(b.Relays)
+					relays[[2]Key{d.Target, src}] = j
+					b.Relays = append(b.Relays, RelayGroup{Target: d.Target, Source: src})
+				}
+				b.Relays[j].Entries = append(b.Relays[j].Entries, Entry{Rec: i, Seq: rp.Seq, Rule: d.Rule, Amount: d.Amount})
 				continue
 			}
 			if ev == nil {

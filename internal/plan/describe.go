@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/rules"
 )
 
 // Describe writes a human-readable account of a record's plan: what `denorm explain`
@@ -20,7 +22,13 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		fmt.Fprintln(w, "  no image (a REMOVE without OldImage: the item was already gone): nothing to apply, counted as RecordsWithoutImage")
 		return
 	}
-	if p.Entity == "" {
+	if strings.HasPrefix(p.SK, rules.RelayPrefix) {
+		if len(p.Deltas) == 0 {
+			fmt.Fprintln(w, "  relay item: no relay write moved its sequence number (an expiry, or a write by someone else): nothing to apply")
+			return
+		}
+		fmt.Fprintln(w, "  relay item: carries a source's deltas to its target in this partition")
+	} else if p.Entity == "" {
 		fmt.Fprintln(w, "  matches no entity: no rule fires")
 		return
 	}
@@ -31,15 +39,20 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		fmt.Fprintf(w, "  entity %s: no watched attribute changed, no rule fires\n", p.Entity)
 		return
 	}
-	if names := p.Rules(); len(names) > 0 {
+	if p.Entity == "" {
+		// a relay item's record: its deltas follow
+	} else if names := p.Rules(); len(names) > 0 {
 		fmt.Fprintf(w, "  entity %s, rules fired: %s\n", p.Entity, strings.Join(names, ", "))
 	} else {
 		fmt.Fprintf(w, "  entity %s, a count or sum target:\n", p.Entity)
 	}
 	for _, d := range p.Deltas {
 		mode := "exactly once by event marker, in a transaction"
-		if d.Rule.Watermark && d.Target.PK == p.PK {
+		switch {
+		case d.Rule.Watermark && d.Target.PK == p.PK:
 			mode = "exactly once by the target's sequence watermark, one conditional UpdateItem"
+		case d.Rule.Relay:
+			mode = "relayed: one UpdateItem of this source's relay item in the target's partition, guarded by the source's sequence number; the relay item's record adds it under the target's watermark"
 		}
 		if d.Restore && d.Amount.IsZero() {
 			fmt.Fprintf(w, "  %s: restore %s on %s (%s): the application's write dropped or lowered it; the counters were right\n", d.Rule.Name, "the watermark", d.Target, mode)

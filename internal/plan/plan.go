@@ -53,6 +53,9 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 		}
 		return rp, nil
 	}
+	if strings.HasPrefix(rp.SK, rules.RelayPrefix) {
+		return p.relayed(c, rp), nil
+	}
 	var oldE, newE *rules.EntityType
 	var oldB, newB rules.Binding
 	if c.Old != nil {

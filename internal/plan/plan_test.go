@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -50,12 +51,23 @@ func describe(t testing.TB, set *rules.Set, event []byte) string {
 		plans = append(plans, rp)
 	}
 	b := plan.Coalesce(plans)
-	fmt.Fprintf(&buf, "coalesced: writes=%d fanouts=%d pulls=%d watermarked=%d marked=%d jobs=%d folds=%d\n",
-		len(b.Writes), len(b.FanOuts), len(b.Pulls), len(b.Watermarked), len(b.Marked), len(b.Jobs), len(b.Folds))
+	fmt.Fprintf(&buf, "coalesced: writes=%d fanouts=%d pulls=%d watermarked=%d relays=%d marked=%d jobs=%d folds=%d\n",
+		len(b.Writes), len(b.FanOuts), len(b.Pulls), len(b.Watermarked), len(b.Relays), len(b.Marked), len(b.Jobs), len(b.Folds))
 	for _, w := range b.Watermarked {
 		attrs, lo, hi, _ := w.Sum("")
 		for _, a := range attrs {
 			fmt.Fprintf(&buf, "  watermark %s: %s %s seq %s..%s\n", w.Target, a.Attribute, a.Amount, lo, hi)
+		}
+	}
+	for _, g := range b.Relays {
+		amounts, lo, hi := g.After("")
+		names := make([]string, 0, len(amounts))
+		for n := range amounts {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(&buf, "  relay %s -> %s (%s): %s %s seq %s..%s\n", g.Source, g.Target, plan.RelayKey(g.Target, g.Source).SK, n, amounts[n], lo, hi)
 		}
 	}
 	for _, ev := range b.Marked {

@@ -69,6 +69,11 @@ type CompiledRule struct {
 	// table keeps item collections in one partition (local indexes): deltas are then
 	// guarded by a per-target sequence watermark instead of per-event markers.
 	Watermark bool
+	// Relay is true for a count or sum whose sources are in other partitions than its
+	// target, when their deltas reach the target through relay items in its partition
+	// (RelayPrefix): the target is then watermarked too, by the relay items' records.
+	// False: each event's deltas go in a transaction with its marker.
+	Relay bool
 	// TTL is Agg.TTL parsed: how long after its time bucket ends a target expires (0 for
 	// never). See Expiry.
 	TTL time.Duration
@@ -246,6 +251,9 @@ func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRul
 			}
 		}
 		r.Watermark = len(f.Table.LocalIndexes) > 0 && r.Source.PK.String() == r.Target.PK.String()
+		if !r.Watermark && a.ExactlyOnce != ExactlyOnceTransaction && RelayAllowed(f.Table) {
+			r.Watermark, r.Relay = true, true
+		}
 		if a.TTL != "" {
 			ttl, err := ParseTTL(a.TTL)
 			if err != nil {
@@ -297,6 +305,12 @@ func (s *Set) Rule(name string) *CompiledRule {
 	return nil
 }
 
+// RelayAllowed reports whether counts and sums into another partition can be relayed
+// through items in the target's partition: the table has a sort key (room for a relay item
+// beside the target) and a local index (which keeps an item collection in one partition,
+// so the target's and its relay items' records come on one shard, in order).
+func RelayAllowed(spec table.Spec) bool { return spec.SortKey != "" && len(spec.LocalIndexes) > 0 }
+
 // IsReserved reports whether a key value belongs to Denorm's own items.
 func IsReserved(pk string) bool { return strings.HasPrefix(pk, ReservedPrefix) }
 
@@ -306,6 +320,9 @@ func (s *Set) Match(item record.Item, vars []string) (*EntityType, Binding) {
 	pk, _ := stringAttr(item, s.Table.PartitionKey)
 	if pk == "" || IsReserved(pk) {
 		return nil, Binding{}
+	}
+	if sk, _ := stringAttr(item, s.Table.SortKey); s.Table.SortKey != "" && IsReserved(sk) {
+		return nil, Binding{} // a relay item in a target's partition
 	}
 	for _, e := range s.Entities {
 		// Entities mostly differ in their partition key's leading literal ("USER#",

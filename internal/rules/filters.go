@@ -126,6 +126,18 @@ const (
 	// ParkEntryPrefix starts, on a park item, the attribute holding one record's deltas to a
 	// same-partition (watermarked) target: ParkEntryPrefix + the record's sequence number.
 	ParkEntryPrefix = ReservedPrefix + "_pe_"
+	// RelayPrefix starts the sort key of a relay item: one source's deltas to a count or sum
+	// target in another partition, kept in the target's partition (same partition key) so
+	// that its stream record reaches the target under the target's watermark. The rest of
+	// the sort key identifies the target and the source (see plan.RelayKey).
+	RelayPrefix = ReservedPrefix + "#r#"
+	// Attributes of a relay item: the target's sort key, the source's key (for people
+	// reading the table), the sequence number of the source's last record relayed, and the
+	// deltas of the last write, a map of rule name to amount.
+	RelayTargetAttr = ReservedPrefix + "_rt"
+	RelaySourceAttr = ReservedPrefix + "_rs"
+	RelaySeqAttr    = ReservedPrefix + "_rq"
+	RelayDeltasAttr = ReservedPrefix + "_rd"
 	// FirstAttr holds, on a watermarked target, the sequence number of the first record
 	// Denorm applied to it since the application last wrote it whole: with the watermark it
 	// bounds the records the target received itself.

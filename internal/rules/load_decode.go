@@ -21,8 +21,8 @@ var (
 	ruleFields        = append([]string{"name"}, kindNames()...)
 	copyFields        = []string{"from", "to", "via", "set", "onSourceDelete"}
 	mirrorFields      = []string{"from", "to", "attributes"}
-	countFields       = []string{"of", "into", "attribute", "where", "onExpiry", "missingTarget", "ttl"}
-	sumFields         = []string{"of", "into", "value", "attribute", "where", "onExpiry", "missingTarget", "ttl"}
+	countFields       = []string{"of", "into", "attribute", "where", "onExpiry", "missingTarget", "ttl", "exactlyOnce"}
+	sumFields         = []string{"of", "into", "value", "attribute", "where", "onExpiry", "missingTarget", "ttl", "exactlyOnce"}
 )
 
 // decodeFile fills d.f from the root node.

@@ -145,6 +145,8 @@ func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 			a.OnExpiry, _ = d.str(e.valNode, ctx, k+".onExpiry")
 		case "missingTarget":
 			a.MissingTarget, _ = d.str(e.valNode, ctx, k+".missingTarget")
+		case "exactlyOnce":
+			a.ExactlyOnce, _ = d.str(e.valNode, ctx, k+".exactlyOnce")
 		case "ttl":
 			// Read as written: "ttl: 90" (a number without a unit) is reported by Validate.
 			a.TTL, _ = d.str(e.valNode, ctx, k+".ttl")

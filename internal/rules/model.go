@@ -95,6 +95,17 @@ const (
 	MissingCreate = "create" // the target is created holding only its keys and the counter
 )
 
+// How a count or sum into a target in another partition than its source is made exactly
+// once (docs/processor.md, "Exactly once").
+const (
+	// ExactlyOnceRelay: each source's deltas go to a relay item in the target's partition
+	// (one idempotent write per source and batch), and the relay items' own stream records
+	// reach the target under its watermark. The default where the table allows it.
+	ExactlyOnceRelay = "relay"
+	// ExactlyOnceTransaction: each event's marker item and its deltas go in one transaction.
+	ExactlyOnceTransaction = "transaction"
+)
+
 // Rule is one rule as written. Exactly one of Copy, Mirror, Count, Sum is set, per Kind.
 type Rule struct {
 	Name   string
@@ -138,6 +149,9 @@ type Aggregate struct {
 	WhereOrder    []string
 	OnExpiry      string // remove (default), ignore
 	MissingTarget string // skip (default), create
+	// ExactlyOnce is how deltas into a target in another partition are made exactly once:
+	// relay or transaction ("" picks relay where the table allows it).
+	ExactlyOnce string
 	// TTL, for a target whose key holds a time bucket ({createdAt:day}), is how long after
 	// the bucket ends the bucket item expires, as written ("90d", "36h"; "" for never).
 	// Denorm writes the expiry to the table's TTL attribute when it creates the item.

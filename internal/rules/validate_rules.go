@@ -10,6 +10,7 @@ var (
 	onSourceDeleteValues = []string{OnDeleteKeep, OnDeleteRemove, OnDeleteDelete}
 	onExpiryValues       = []string{OnExpiryRemove, OnExpiryIgnore}
 	missingTargetValues  = []string{MissingSkip, MissingCreate}
+	exactlyOnceValues    = []string{ExactlyOnceRelay, ExactlyOnceTransaction}
 )
 
 // ruleCheck is the context of one rule while it is checked.
@@ -284,6 +285,10 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 	}
 	rc.option("onExpiry", a.OnExpiry, onExpiryValues)
 	rc.option("missingTarget", a.MissingTarget, missingTargetValues)
+	rc.option("exactlyOnce", a.ExactlyOnce, exactlyOnceValues)
+	if a.ExactlyOnce == ExactlyOnceRelay && !RelayAllowed(rc.v.f.Table) {
+		rc.add(rc.pos(k+".exactlyOnce", k), "exactlyOnce relay needs a table with a sort key and at least one local index (they keep a target's partition, and so its relay items' records, on one stream shard in order): add a local index, or use exactlyOnce: transaction")
+	}
 	rc.checkTTLField(a)
 	if of == nil || into == nil || of.broken() || into.broken() {
 		return

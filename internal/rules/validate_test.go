@@ -120,6 +120,9 @@ func TestValidateRules(t *testing.T) {
 			{`21:73: rule "b"`, `onExpiry "keep" is not one of remove, ignore`},
 			{`21:94: rule "b"`, `missingTarget "make" is not one of skip, create`},
 		}},
+		{"bad exactlyOnce", `  - name: a
+    count: {of: Post, into: User, attribute: postCount, exactlyOnce: markers}
+`, []want{{`19:70: rule "a"`, `exactlyOnce "markers" is not one of relay, transaction`}}},
 		{"writes a key attribute", `  - name: a
     copy: {from: User, to: Comment, via: gsi1, set: {gsi1sk: name}}
 `, []want{{`19:54: rule "a"`, "rules may not write gsi1sk, a key attribute"}}},
@@ -314,6 +317,16 @@ entities:
 			{`2:57: table`, `ttlAttribute "pk" is a key attribute`},
 			{`4:3: entity "User"`, "has no _dnsk template"},
 			{`4:35: entity "User"`, `"sk" is not a key attribute`},
+		}},
+		{"relay without a local index", `table: {partitionKey: pk, sortKey: sk}
+entities:
+  User: {pk: "USER#{userId}", sk: PROFILE, attributes: [postCount]}
+  Post: {pk: "POST#{postId}", sk: METADATA, attributes: [userId]}
+rules:
+  - name: a
+    count: {of: Post, into: User, attribute: postCount, exactlyOnce: relay}
+`, []want{
+			{`8:70: rule "a"`, "exactlyOnce relay needs a table with a sort key and at least one local index"},
 		}},
 		{"too many local indexes", `table:
   partitionKey: pk
