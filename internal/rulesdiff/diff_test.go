@@ -65,6 +65,9 @@ func TestCompare(t *testing.T) {
 				"user-post-count":    {"User", "postCount", "postCount", false},
 				"post-comment-count": {"Post", "_dn_n,_dn_wm,commentCount", "commentCount", false},
 			}},
+		// Changing the guard needs no backfill, only a verify once the stream drained.
+		{name: "exactly-once", action: true,
+			status: map[string]rulesdiff.Status{"user-post-count": rulesdiff.Changed}},
 		// 90d written as 2160h is no change; a shorter ttl applies to new bucket items only.
 		{name: "buckets", action: true,
 			status: map[string]rulesdiff.Status{"customer-daily-orders": rulesdiff.Changed, "customer-daily-revenue": rulesdiff.Changed}},

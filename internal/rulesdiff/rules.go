@@ -32,10 +32,23 @@ func fields(r *rules.CompiledRule) []field {
 		return append(fs, field{"where", where(a.Where)},
 			field{"onExpiry", orDefault(a.OnExpiry, rules.OnExpiryRemove)},
 			field{"missingTarget", orDefault(a.MissingTarget, rules.MissingSkip)},
+			field{"exactlyOnce", exactlyOnce(r)},
 			field{"ttl", ttl(r)})
 	default:
 		panic(fmt.Sprintf("rulesdiff: rule %q has unknown kind %q", r.Name, r.Kind))
 	}
+}
+
+// exactlyOnce names how a count or sum rule's deltas are made exactly once, as compiled:
+// "watermark" within a partition, "relay" or "transaction" across partitions.
+func exactlyOnce(r *rules.CompiledRule) string {
+	switch {
+	case r.Relay:
+		return rules.ExactlyOnceRelay
+	case r.Watermark:
+		return "watermark"
+	}
+	return rules.ExactlyOnceTransaction
 }
 
 // ttl shows a rule's ttl so that 24h and 1d are the same: in days when whole, else hours.
@@ -253,6 +266,8 @@ func changes(o, n *rules.CompiledRule) ([]string, bool, string) {
 			}
 		case "ttl":
 			quiet = append(quiet, "ttl "+nf[i].val+" is written to bucket items created from now on (and to those without a TTL by their next delta); items keep the TTL they have, and buckets older than the ttl are no longer updated")
+		case "exactlyOnce":
+			quiet = append(quiet, "exactlyOnce "+of[i].val+" -> "+nf[i].val+" changes how deltas are guarded, not what they are; a batch that fails before the deploy and is retried after it can count its records again under the new guard: run denorm verify --only "+n.Name+" once the stream has drained")
 		case "missingTarget":
 			if nf[i].val == rules.MissingSkip {
 				quiet = append(quiet, "missingTarget skip creates no more targets; those created stay")
