@@ -61,6 +61,11 @@ func build(ctx context.Context, log *slog.Logger) (*handler.Handler, error) {
 		return nil, err
 	}
 	db, _ := awsconf.Clients(cfg, endpoint != "")
-	exec := apply.New(db, table, set, apply.Options{Logger: log})
+	// DENORM_PULL_READS: auto (default), always or never (apply.PullReads).
+	pullReads, err := apply.ParsePullReads(os.Getenv("DENORM_PULL_READS"))
+	if err != nil {
+		return nil, fmt.Errorf("DENORM_PULL_READS: %w", err)
+	}
+	exec := apply.New(db, table, set, apply.Options{Logger: log, PullReads: pullReads})
 	return handler.New(set, exec, handler.Options{Logger: log, Metrics: os.Stdout, FunctionName: os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}), nil
 }

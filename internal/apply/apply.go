@@ -44,6 +44,11 @@ type Options struct {
 	MarkerTTL time.Duration
 	// DeadlineMargin: no new write starts when less than this is left (default 3 s).
 	DeadlineMargin time.Duration
+	// PullReads says when a pull reads its target (one consistent GetItem) before writing
+	// it, to skip the write its condition would refuse (the target deleted or changed since
+	// its record): PullReadsAuto (the default) does when that is cheaper, judged by the
+	// share of pulls refused lately (pullcost.go).
+	PullReads PullReads
 	// MaxBackoff caps one retry delay (default 2 s).
 	MaxBackoff time.Duration
 	Logger     *slog.Logger
@@ -70,6 +75,9 @@ func (o *Options) defaults() {
 	if o.DeadlineMargin <= 0 {
 		o.DeadlineMargin = 3 * time.Second
 	}
+	if o.PullReads == "" {
+		o.PullReads = PullReadsAuto
+	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 2 * time.Second
 	}
@@ -87,6 +95,7 @@ type Executor struct {
 	table string
 	set   *rules.Set
 	opt   Options
+	pulls pullCost
 }
 
 // New returns an executor for table, whose layout and rules are set.
@@ -109,6 +118,7 @@ type Result struct {
 // names the earliest record left unapplied so the stream resumes there.
 func (x *Executor) Apply(ctx context.Context, b *plan.Batch) Result {
 	r := &run{x: x, ctx: ctx, failed: -1}
+	r.readPulls = x.readPullTargets()
 	r.parallel(len(b.Writes), func(i int) (int, error) { return b.Writes[i].Rec, r.write(&b.Writes[i].Write) })
 	r.parallel(len(b.FanOuts), func(i int) (int, error) { return b.FanOuts[i].Rec, r.fanOut(&b.FanOuts[i].FanOut) })
 	r.parallel(len(b.Jobs), func(i int) (int, error) { return b.Jobs[i].Rec, r.continueJob(b.Jobs[i].Item) })
@@ -120,6 +130,7 @@ func (x *Executor) Apply(ctx context.Context, b *plan.Batch) Result {
 	}
 	// Folds run after the deltas: a park written by this batch is then moved too.
 	r.folds(b.Folds)
+	x.pulls.observe(r.stats)
 	return Result{Failed: r.failed, Err: r.err, Stats: r.stats}
 }
 
@@ -132,6 +143,8 @@ type run struct {
 	err    error
 	stats  Stats
 	reads  map[string]*sharedRead // pulls' source and registry reads, shared within the batch
+	// readPulls: this batch's pulls read their target first (Options.PullReads).
+	readPulls bool
 }
 
 func (r *run) fail(rec int, err error) {

@@ -65,6 +65,16 @@ func (r *run) pull(p *plan.Pull) error {
 	if idx := p.Rule.QueryIndex; p.Rule.Via != "key" && idx.Name != "" && idx.PartitionKey != r.x.set.Table.PartitionKey {
 		link = []plan.AttrValue{{Name: idx.PartitionKey, Value: p.Current[idx.PartitionKey]}}
 	}
+	if r.readPulls && (stamp != "" || len(set) > 0 || len(remove) > 0) {
+		ok, err := r.pullWouldLand(p, stamp, link)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			r.count(func(s *Stats) { s.Stale++; s.PullsSkipped++ })
+			return nil
+		}
+	}
 	if stamp != "" {
 		// The source still holds the values of the push registered at version stamp: write
 		// them as that push would (every copied attribute, guarded by the version only). Its
@@ -96,11 +106,53 @@ func (r *run) pull(p *plan.Pull) error {
 		err = r.update(p.Target, p.Rule.VersionAttr, "", set, remove, seen, append(guards, link...))
 	}
 	if _, ok := isCondFailed(err); ok {
-		r.count(func(s *Stats) { s.Stale++ })
+		r.count(func(s *Stats) { s.Stale++; s.PullsRefused++ })
 		return nil
 	}
 	if err == nil {
 		r.count(func(s *Stats) { s.Pulls++ })
 	}
 	return err
+}
+
+// pullWouldLand reads p's target and reports whether the pull's write would pass its
+// condition: the target exists, still carries the link, and holds the version (and, without
+// a stamp, the copied values) its record saw, or with a stamp a version below it. The
+// write keeps its condition: the read only spares the writes it would refuse.
+func (r *run) pullWouldLand(p *plan.Pull, stamp string, link []plan.AttrValue) (bool, error) {
+	c := p.Rule.Copy
+	ver := p.Rule.VersionAttr
+	proj := expression.NamesList(expression.Name(r.x.set.Table.PartitionKey), expression.Name(ver))
+	for _, t := range c.SetOrder {
+		proj = proj.AddNames(expression.Name(t))
+	}
+	for _, l := range link {
+		proj = proj.AddNames(expression.Name(l.Name))
+	}
+	e, err := expression.NewBuilder().WithProjection(proj).Build()
+	if err != nil {
+		return false, fmt.Errorf("building pull target projection: %w", err)
+	}
+	cur, err := r.readOnce("reading pull target "+p.Target.PK+" "+p.Target.SK, p.Target, e.Projection(), e.Names())
+	if err != nil || cur == nil {
+		return false, err
+	}
+	for _, l := range link {
+		if !plan.Equal(cur[l.Name], l.Value) {
+			return false, nil
+		}
+	}
+	have := record.SeqOf(cur[ver])
+	if stamp != "" {
+		return have == "" || record.CompareSeq(have, stamp) < 0, nil
+	}
+	if have != p.Seen {
+		return false, nil
+	}
+	for _, t := range c.SetOrder {
+		if !plan.Equal(cur[t], p.Current[t]) {
+			return false, nil
+		}
+	}
+	return true, nil
 }

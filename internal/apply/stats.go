@@ -20,6 +20,8 @@ type Stats struct {
 	JobsStarted   int     // fan-outs handed to a job item
 	JobsDone      int     // job items finished
 	Pulls         int     // targets filled from their source
+	PullsRefused  int     // pulls written and refused by their condition (also in Refused, by guard)
+	PullsSkipped  int     // pulls not written: a read of the target showed the write would be refused
 	Parked        int     // delta groups parked for a missing target (it gets them when it appears)
 	Folded        int     // parks moved into a target that appeared
 	Compensated   int     // restores that took out deltas applied again after the application's write
@@ -91,6 +93,8 @@ func (s *Stats) Add(o Stats) {
 	s.JobsStarted += o.JobsStarted
 	s.JobsDone += o.JobsDone
 	s.Pulls += o.Pulls
+	s.PullsRefused += o.PullsRefused
+	s.PullsSkipped += o.PullsSkipped
 	s.Parked += o.Parked
 	s.Folded += o.Folded
 	s.Compensated += o.Compensated

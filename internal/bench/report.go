@@ -69,10 +69,13 @@ type RunResult struct {
 	HandlerWarnings int     `json:"handlerWarnings"`
 	// Refused is what Denorm's handler counted as writes refused by their condition, per
 	// guard (apply.Guard): each is billed 1 WCU.
-	Refused     map[string]int `json:"refusedByGuard,omitempty"`
-	FloorWrites int            `json:"floorWrites,omitempty"`
-	FloorWCU    float64        `json:"floorWcu,omitempty"`
-	Overlapped  bool           `json:"overlappedInvocations,omitempty"`
+	Refused map[string]int `json:"refusedByGuard,omitempty"`
+	// PullsSkipped is the pulls Denorm's handler did not write because a read of the
+	// target showed their condition would refuse them (apply.PullReads).
+	PullsSkipped int     `json:"pullsSkipped,omitempty"`
+	FloorWrites  int     `json:"floorWrites,omitempty"`
+	FloorWCU     float64 `json:"floorWcu,omitempty"`
+	Overlapped   bool    `json:"overlappedInvocations,omitempty"`
 	// The live part.
 	Lag             Dist   `json:"lag"`
 	LiveUnseen      int    `json:"liveUnseen"` // live writes no rule watches (filtered out: nothing to see)
@@ -292,7 +295,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			q.BaselineWCUVsFloor, q.WritesVsBaseline, q.ThroughputVsBaseline, q.LagP50VsBaseline, q.LagP99VsBaseline, q.CPUVsBaseline,
 			100*q.CeilingFraction, 100*q.BaselineCeilingFrac)
 	}
-	p("\nWrites refused by their condition, per guard, as Denorm's handler counts them (first run of each workload; the meter's total in brackets):\n\n| workload | refused | by guard |\n|---|--:|---|\n")
+	p("\nWrites refused by their condition, per guard, as Denorm's handler counts them (first run of each workload; the meter's total in brackets), and the pulls not written because a read of their target showed they would be:\n\n| workload | refused | by guard | pulls skipped after a read |\n|---|--:|---|--:|\n")
 	for _, wr := range r.Workloads {
 		for _, run := range wr.Runs {
 			if run.System != Denorm {
@@ -304,7 +307,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 				total += run.Refused[g]
 				parts = append(parts, fmt.Sprintf("%s %d", g, run.Refused[g]))
 			}
-			p("| %s | %d (%d) | %s |\n", wr.Name, total, run.Usage.CondFailed, strings.Join(parts, ", "))
+			p("| %s | %d (%d) | %s | %d |\n", wr.Name, total, run.Usage.CondFailed, strings.Join(parts, ", "), run.PullsSkipped)
 			break
 		}
 	}

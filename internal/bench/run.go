@@ -297,7 +297,7 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 			res.CPUPerRecordUs = float64(st.CPU.Microseconds()) / float64(records)
 		}
 		res.HandlerWall = st.Wall.Seconds()
-		res.HandlerWCU, res.HandlerWarnings, res.Refused = logs.take()
+		res.HandlerWCU, res.HandlerWarnings, res.Refused, res.PullsSkipped = logs.take()
 	}
 	t0 := time.Now()
 	m, err := startMapping(r.streams, mi, mc)
@@ -362,7 +362,7 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 		lu := api.take()
 		res.LiveUsage = &lu
 		floor.take(api.writeCost)
-		_, w2, _ := logs.take()
+		_, w2, _, _ := logs.take()
 		res.HandlerWarnings += w2
 	}
 	if err := m.stop(); err != nil {
@@ -454,6 +454,7 @@ type captureLog struct {
 	wcu      float64
 	warnings int
 	refused  map[string]int // writes refused by their condition, per guard
+	skipped  int            // pulls not written: a read showed their condition would refuse them
 }
 
 func (c *captureLog) Enabled(context.Context, slog.Level) bool { return true }
@@ -469,6 +470,8 @@ func (c *captureLog) Handle(_ context.Context, r slog.Record) error {
 		switch a.Key {
 		case "wcu":
 			c.wcu += a.Value.Float64()
+		case "pullsSkipped":
+			c.skipped += int(a.Value.Int64())
 		case "refused":
 			for _, g := range a.Value.Group() {
 				if c.refused == nil {
@@ -482,12 +485,12 @@ func (c *captureLog) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-func (c *captureLog) take() (float64, int, map[string]int) {
+func (c *captureLog) take() (float64, int, map[string]int, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	w, n, ref := c.wcu, c.warnings, c.refused
-	c.wcu, c.warnings, c.refused = 0, 0, nil
-	return w, n, ref
+	w, n, ref, sk := c.wcu, c.warnings, c.refused, c.skipped
+	c.wcu, c.warnings, c.refused, c.skipped = 0, 0, nil, 0
+	return w, n, ref, sk
 }
 
 func quiet() *slog.Logger {

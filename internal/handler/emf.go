@@ -41,6 +41,7 @@ func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFaile
 		{"DeltasRelayed", "Count", o.Stats.Relayed},
 		{"AmbiguousRestores", "Count", o.Stats.AmbiguousRestores},
 		{"WritesRefused", "Count", o.Stats.RefusedTotal()},
+		{"PullWritesSkipped", "Count", o.Stats.PullsSkipped},
 	}
 	for g, n := range o.Stats.Refused {
 		if apply.Guard(g) != apply.GuardNone {

@@ -178,6 +178,9 @@ func (h *Handler) emit(ctx context.Context, o Outcome, err error) {
 		}
 		attrs = append(attrs, slog.Group("refused", refused...))
 	}
+	if o.Stats.PullsSkipped > 0 {
+		attrs = append(attrs, slog.Int("pullsSkipped", o.Stats.PullsSkipped))
+	}
 	msg := "batch applied"
 	switch {
 	case err != nil:
