@@ -55,11 +55,7 @@ func TestZeroNetThenResumedBetween(t *testing.T) {
 	if len(batch) != 3 {
 		t.Fatalf("%d records, want insert c1, insert c2, remove c1", len(batch))
 	}
-	e.api.failPK = "POST#q"
-	if i := e.invoke(batch); i != 1 {
-		t.Fatalf("first delivery failed at record %d, want 1 (post q's counter)", i)
-	}
-	e.api.failPK = ""
+	e.failingOn("POST#q", batch, 1)
 	e.lambdaLike(batch[1:]) // Lambda resumes at the reported record
 	e.drain(10, e.lambdaLike)
 	e.check()
@@ -153,11 +149,7 @@ func TestRelayResumedWithMoreRecords(t *testing.T) {
 	if len(first) != 2 {
 		t.Fatalf("%d records, want the comment on q and the insert of p1", len(first))
 	}
-	e.api.failPK = "POST#q"
-	if i := e.invoke(first); i != 0 {
-		t.Fatalf("first delivery failed at record %d, want 0 (post q's counter)", i)
-	}
-	e.api.failPK = ""
+	e.failingOn("POST#q", first, 0)
 	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u2"})
 	e.lambdaLike(append(first, e.records()...)) // resumed at record 0, with the move after
 	e.drain(10, e.lambdaLike)

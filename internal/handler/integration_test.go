@@ -141,6 +141,17 @@ func (e *env) put(item map[string]string) {
 	}
 }
 
+// failingOn delivers batch once with every UpdateItem on partition pk failing, and fails the
+// test unless the handler reports record want as the first one not applied.
+func (e *env) failingOn(pk string, batch []json.RawMessage, want int) {
+	e.t.Helper()
+	e.api.failPK = pk
+	defer func() { e.api.failPK = "" }()
+	if i := e.invoke(batch); i != want {
+		e.t.Fatalf("first delivery failed at record %d, want %d (the write on %s)", i, want, pk)
+	}
+}
+
 func (e *env) del(pk, sk string) {
 	e.t.Helper()
 	_, err := e.db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(e.table), Key: map[string]types.AttributeValue{
