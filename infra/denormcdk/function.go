@@ -13,6 +13,9 @@ import (
 const (
 	EnvTable = "DENORM_TABLE" // the table's name
 	EnvRules = "DENORM_RULES" // the rules file, relative to /var/task
+	// EnvPullReads, optional: when a pull reads its target first, auto (the default),
+	// always or never (docs/processor.md). Set it with the function's AddEnvironment.
+	EnvPullReads = "DENORM_PULL_READS"
 )
 
 // newFunction defines the stream processor with its own role and log group. The role starts
