@@ -273,7 +273,7 @@ func socialMix(seed uint64, sz Size) Workload {
 	ops := workload.Social(seed, sc)
 	cut := len(ops) - sz.SocialLive
 	w := Workload{Name: "social-mix", LiveRate: sz.MixRate,
-		Description: fmt.Sprintf("workload.Social: %d users, %d posts, %d comments, %d memberships, %d files, %d changes; all 11 rules",
+		Description: fmt.Sprintf("workload.Social: %d users, %d posts, %d comments, %d memberships, %d files, %d changes; every rule of rules/social.yaml",
 			sc.Users, sc.Posts, sc.Comments, sc.Memberships, sc.Files, sz.Social.Churn)}
 	w.Measure, w.Live = ops[:cut], ops[cut:]
 	return w
