@@ -42,7 +42,7 @@ type Usage struct {
 	// Conflicts are writes refused by a transaction conflict on one of their items
 	// (apply.IsConflict): what many writers of one hot item run into on DynamoDB.
 	Conflicts int `json:"conflicts"`
-	Errors      int     `json:"errors"`
+	Errors    int `json:"errors"`
 }
 
 // meteredAPI wraps a DynamoDB client and adds up Usage. It can also note when each item was

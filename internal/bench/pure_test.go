@@ -18,7 +18,7 @@ func TestFloorCounter(t *testing.T) {
 	f.delta(a, "POST#1", "METADATA", "commentCount", 1)
 	f.delta(a, "POST#1", "METADATA", "commentCount", 1)
 	f.delta(a, "POST#2", "METADATA", "commentCount", 1)
-	f.delta(b, "POST#1", "METADATA", "commentCount", 1) // another batch: another write
+	f.delta(b, "POST#1", "METADATA", "commentCount", 1)  // another batch: another write
 	f.delta(a, "POST#2", "METADATA", "commentCount", -1) // nets to zero: no write needed
 	f.changed(a, "POST#1", "COMMENT#a")
 	f.changed(a, "POST#1", "COMMENT#a")
