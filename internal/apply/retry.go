@@ -39,6 +39,23 @@ func retryable(err error) bool {
 	return false
 }
 
+// IsConflict reports whether err is a transaction conflict: a TransactWriteItems cancelled
+// with a TransactionConflict reason (another request was writing one of its items), or a
+// single-item write refused because a transaction held its item.
+func IsConflict(err error) bool {
+	var tc *types.TransactionCanceledException
+	if errors.As(err, &tc) {
+		for _, r := range tc.CancellationReasons {
+			if code(r.Code) == "TransactionConflict" {
+				return true
+			}
+		}
+		return false
+	}
+	var api smithy.APIError
+	return errors.As(err, &api) && api.ErrorCode() == "TransactionConflictException"
+}
+
 func code(p *string) string {
 	if p == nil {
 		return ""
@@ -70,6 +87,9 @@ func (r *run) do(what string, op func(ctx context.Context) error) error {
 		}
 		r.mu.Lock()
 		r.stats.Retries++
+		if IsConflict(err) {
+			r.stats.Conflicts++
+		}
 		r.mu.Unlock()
 		sleep := time.Duration(rand.Int64N(int64(backoff) + 1))
 		if backoff < r.x.opt.MaxBackoff {

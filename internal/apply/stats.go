@@ -14,6 +14,7 @@ type Stats struct {
 	Unchanged     int     // writes skipped because the target already held the values
 	MissingTarget int     // count/sum deltas dropped because the target does not exist (missingTarget: skip)
 	Retries       int     // transient errors retried
+	Conflicts     int     // of the retries: transactions cancelled by a TransactionConflict (a hot item)
 	Failures      int     // groups that failed
 	FanOutPages   int     // fan-out query pages processed
 	FanOutTargets int     // fan-out targets written
@@ -87,6 +88,7 @@ func (s *Stats) Add(o Stats) {
 	s.Unchanged += o.Unchanged
 	s.MissingTarget += o.MissingTarget
 	s.Retries += o.Retries
+	s.Conflicts += o.Conflicts
 	s.Failures += o.Failures
 	s.FanOutPages += o.FanOutPages
 	s.FanOutTargets += o.FanOutTargets

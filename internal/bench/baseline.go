@@ -119,7 +119,8 @@ func (b *Baseline) group(ctx context.Context, pk string, old, nw item) error {
 	return nil
 }
 
-// post: mirrored onto its author's page; counted into its author while published.
+// post: mirrored onto its author's page; counted into its author while published, and into
+// the global statistics item.
 func (b *Baseline) post(ctx context.Context, rec *events.DynamoDBEventRecord, old, nw item) error {
 	postID := strings.TrimPrefix(str(first(nw, old)["pk"]), "POST#")
 	if b.Rules["user-posts"] {
@@ -141,17 +142,25 @@ func (b *Baseline) post(ctx context.Context, rec *events.DynamoDBEventRecord, ol
 			}
 		}
 	}
+	var ds []delta
 	if b.Rules["user-post-count"] {
-		var ds []delta
 		if old != nil && str(old["status"]) == "published" {
 			ds = append(ds, delta{"USER#" + str(old["userId"]), "PROFILE", "postCount", -1})
 		}
 		if nw != nil && str(nw["status"]) == "published" {
 			ds = append(ds, delta{"USER#" + str(nw["userId"]), "PROFILE", "postCount", 1})
 		}
-		return b.count(ctx, rec, ds)
 	}
-	return nil
+	if b.Rules["global-post-count"] {
+		// Every post, drafts included, into the one item the application put.
+		if old != nil {
+			ds = append(ds, delta{"STATS#global", "STATS", "postCount", -1})
+		}
+		if nw != nil {
+			ds = append(ds, delta{"STATS#global", "STATS", "postCount", 1})
+		}
+	}
+	return b.count(ctx, rec, ds)
 }
 
 // comment: counted into its post and its author; filled with its author's name on insert, and
@@ -286,7 +295,7 @@ func (b *Baseline) count(ctx context.Context, rec *events.DynamoDBEventRecord, d
 			}
 			ub = ub.Add(expression.Name(attr), expression.Value(v))
 			n++
-			b.Floor.delta(t.pk, t.sk, attr, v)
+			b.Floor.delta(ctx, t.pk, t.sk, attr, v)
 		}
 		if n == 0 {
 			continue
@@ -345,7 +354,7 @@ func (b *Baseline) copyToQueried(ctx context.Context, index, pkAttr, pkValue, sk
 				return err
 			}
 			if applied && diff {
-				b.Floor.changed(pk, sk)
+				b.Floor.changed(ctx, pk, sk)
 			}
 		}
 	}
@@ -375,7 +384,7 @@ func (b *Baseline) pull(ctx context.Context, pk, sk string, target item, srcPK, 
 	}
 	applied, err := b.update(ctx, pk, sk, attrs)
 	if applied {
-		b.Floor.changed(pk, sk)
+		b.Floor.changed(ctx, pk, sk)
 	}
 	return err
 }
@@ -420,7 +429,7 @@ func (b *Baseline) upsert(ctx context.Context, pk, sk string, attrs map[string]t
 	if err != nil {
 		return err
 	}
-	b.Floor.changed(pk, sk)
+	b.Floor.changed(ctx, pk, sk)
 	_, err = b.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(b.Table), Key: key(pk, sk), UpdateExpression: e.Update(),
 		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
@@ -441,7 +450,7 @@ func (b *Baseline) deleteItem(ctx context.Context, pk, sk string) error {
 		return fmt.Errorf("deleting mirror %s %s: %w", pk, sk, err)
 	}
 	if len(out.Attributes) > 0 {
-		b.Floor.changed(pk, sk)
+		b.Floor.changed(ctx, pk, sk)
 	}
 	return nil
 }

@@ -62,3 +62,35 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("JSON does not read back: %v", err)
 	}
 }
+
+// TestHotTargetSmoke runs the hot target at a tiny size: both systems feed the one global
+// counter from concurrent lanes, exactly once holds, and the report gives WCU per delta.
+func TestHotTargetSmoke(t *testing.T) {
+	ep := ddbtest.Endpoint(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{Endpoint: ep, RulesPath: "../../rules/social.yaml", Workloads: []string{"hot-target"},
+		Reps: 1, Size: Tiny, Ceiling: -1, WarmUp: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := rep.Workloads[0]
+	if !rep.AllVerified || w.ParallelizationFactor != hotTargetFactor || w.Deltas != Tiny.HotPosts {
+		t.Fatalf("verified %v, factor %d, deltas %d (want %d)", rep.AllVerified, w.ParallelizationFactor, w.Deltas, Tiny.HotPosts)
+	}
+	for _, r := range w.Runs {
+		if !r.Overlapped {
+			t.Errorf("%s: no two invocations overlapped; the lanes did not run concurrently", r.System)
+		}
+	}
+	if w.Ratios.WCUVsBaseline <= 0 || w.Ratios.WCUVsBaseline > 1 {
+		t.Errorf("Denorm/baseline WCU %.3f, want <= 1", w.Ratios.WCUVsBaseline)
+	}
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| hot-target | 4 | 40 |") {
+		t.Errorf("markdown lacks the WCU per delta row:\n%s", md.String())
+	}
+}

@@ -1,40 +1,55 @@
 package bench
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // floorCounter computes the floor: per batch, one write per distinct target whose value
 // changed (a copy or mirror that now holds something else, a counter whose net delta over
 // the batch is not zero). The baseline reports every logical effect it makes; the floor is
 // what an ideal processor, seeing the same batches, could not go below. Markers, watermarks,
 // version guards and job items are not in it: they are the price of exactly-once and
-// unbounded fan-out.
+// unbounded fan-out. Batches run concurrently with ParallelizationFactor > 1: each one's
+// effects travel in its invocation's context.
 type floorCounter struct {
-	mu      sync.Mutex
+	mu   sync.Mutex
+	hits map[[2]string]int // floor writes per target, over the batches ended so far
+}
+
+// floorBatch is what one batch changed.
+type floorBatch struct {
 	changes map[[2]string]bool
 	deltas  map[[3]string]int64
-	hits    map[[2]string]int // floor writes per target, over the batches ended so far
 }
+
+type floorKey struct{}
 
 func newFloorCounter() *floorCounter { return &floorCounter{} }
 
-func (f *floorCounter) begin() {
+// begin opens a batch: the returned context carries it to the handler.
+func (f *floorCounter) begin(ctx context.Context) context.Context {
 	if f == nil {
-		return
+		return ctx
 	}
-	f.mu.Lock()
-	f.changes, f.deltas = map[[2]string]bool{}, map[[3]string]int64{}
-	f.mu.Unlock()
+	return context.WithValue(ctx, floorKey{}, &floorBatch{changes: map[[2]string]bool{}, deltas: map[[3]string]int64{}})
 }
 
-// end closes the batch and adds its floor.
-func (f *floorCounter) end() {
-	if f == nil {
+func batchOf(ctx context.Context) *floorBatch {
+	b, _ := ctx.Value(floorKey{}).(*floorBatch)
+	return b
+}
+
+// end closes the batch of ctx and adds its floor.
+func (f *floorCounter) end(ctx context.Context) {
+	b := batchOf(ctx)
+	if f == nil || b == nil {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	targets := f.changes
-	for k, n := range f.deltas {
+	targets := b.changes
+	for k, n := range b.deltas {
 		if n != 0 {
 			targets[[2]string{k[0], k[1]}] = true
 		}
@@ -45,28 +60,25 @@ func (f *floorCounter) end() {
 	for k := range targets {
 		f.hits[k]++
 	}
-	f.changes, f.deltas = nil, nil
 }
 
-func (f *floorCounter) changed(pk, sk string) {
-	if f == nil {
+func (f *floorCounter) changed(ctx context.Context, pk, sk string) {
+	b := batchOf(ctx)
+	if f == nil || b == nil {
 		return
 	}
 	f.mu.Lock()
-	if f.changes != nil {
-		f.changes[[2]string{pk, sk}] = true
-	}
+	b.changes[[2]string{pk, sk}] = true
 	f.mu.Unlock()
 }
 
-func (f *floorCounter) delta(pk, sk, attr string, n int64) {
-	if f == nil {
+func (f *floorCounter) delta(ctx context.Context, pk, sk, attr string, n int64) {
+	b := batchOf(ctx)
+	if f == nil || b == nil {
 		return
 	}
 	f.mu.Lock()
-	if f.deltas != nil {
-		f.deltas[[3]string{pk, sk, attr}] += n
-	}
+	b.deltas[[3]string{pk, sk, attr}] += n
 	f.mu.Unlock()
 }
 

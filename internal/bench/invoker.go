@@ -12,8 +12,9 @@ import (
 )
 
 // meteredInvoker times every invocation of a handler: wall time, and the process's CPU time
-// spent inside it (the mapping delivers one batch at a time and waits for it, and nothing
-// else runs in the process during a measured drain, so that CPU is the handler's: decoding,
+// spent inside it (with ParallelizationFactor 1 the mapping delivers one batch at a time and
+// waits for it, and nothing else runs in the process during a measured drain, so that CPU is
+// the handler's; overlapping invocations, flagged Overlapped, count shared CPU twice: decoding,
 // planning, building requests, the SDK's signing and HTTP). What it does around the call
 // (lag bookkeeping) is not timed.
 type meteredInvoker struct {
@@ -36,11 +37,11 @@ func (m *meteredInvoker) Invoke(ctx context.Context, payload []byte) ([]byte, er
 	m.inFlight++
 	m.overlapped = m.overlapped || m.inFlight > 1
 	m.mu.Unlock()
-	m.floor.begin()
+	ctx = m.floor.begin(ctx)
 	c0, t0 := cpuTime(), time.Now()
 	resp, err := m.inv.Invoke(ctx, payload)
 	t1, c1 := time.Now(), cpuTime()
-	m.floor.end()
+	m.floor.end(ctx)
 	m.mu.Lock()
 	m.inFlight--
 	m.invocations++

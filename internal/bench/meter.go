@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/apply"
 )
 
 // API is the part of the DynamoDB client both handlers use (apply.API's method set).
@@ -37,7 +39,10 @@ type Usage struct {
 	ReportedWCU float64 `json:"reportedWcu"`
 	RCU         float64 `json:"rcu"`
 	CondFailed  int     `json:"condFailed"` // writes refused by their condition (charged 1 WCU, as DynamoDB does)
-	Errors      int     `json:"errors"`
+	// Conflicts are writes refused by a transaction conflict on one of their items
+	// (apply.IsConflict): what many writers of one hot item run into on DynamoDB.
+	Conflicts int `json:"conflicts"`
+	Errors    int `json:"errors"`
 }
 
 // meteredAPI wraps a DynamoDB client and adds up Usage. It can also note when each item was
@@ -123,6 +128,8 @@ func (m *meteredAPI) write(cc *types.ConsumedCapacity, err error, key map[string
 		m.u.CondFailed++
 		m.u.WCU++
 		m.u.ReportedWCU++
+	case apply.IsConflict(err):
+		m.u.Conflicts++
 	default:
 		m.u.Errors++
 	}
@@ -202,7 +209,9 @@ func (m *meteredAPI) TransactWriteItems(ctx context.Context, in *dynamodb.Transa
 	m.u.ItemWrites += len(in.TransactItems)
 	if err != nil {
 		var tc *types.TransactionCanceledException
-		if errors.As(err, &tc) {
+		if apply.IsConflict(err) {
+			m.u.Conflicts++
+		} else if errors.As(err, &tc) {
 			m.u.CondFailed++
 		} else {
 			m.u.Errors++

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -11,17 +12,18 @@ import (
 
 func TestFloorCounter(t *testing.T) {
 	f := newFloorCounter()
-	f.begin()
-	f.delta("POST#1", "METADATA", "commentCount", 1)
-	f.delta("POST#1", "METADATA", "commentCount", 1)
-	f.delta("POST#2", "METADATA", "commentCount", 1)
-	f.delta("POST#2", "METADATA", "commentCount", -1) // nets to zero: no write needed
-	f.changed("POST#1", "COMMENT#a")
-	f.changed("POST#1", "COMMENT#a")
-	f.end()
-	f.begin()
-	f.delta("POST#1", "METADATA", "commentCount", 1) // another batch: another write
-	f.end()
+	ctx := context.Background()
+	a := f.begin(ctx)
+	b := f.begin(ctx) // a concurrent batch (ParallelizationFactor > 1) keeps its own effects
+	f.delta(a, "POST#1", "METADATA", "commentCount", 1)
+	f.delta(a, "POST#1", "METADATA", "commentCount", 1)
+	f.delta(a, "POST#2", "METADATA", "commentCount", 1)
+	f.delta(b, "POST#1", "METADATA", "commentCount", 1)  // another batch: another write
+	f.delta(a, "POST#2", "METADATA", "commentCount", -1) // nets to zero: no write needed
+	f.changed(a, "POST#1", "COMMENT#a")
+	f.changed(a, "POST#1", "COMMENT#a")
+	f.end(a)
+	f.end(b)
 	cost := func(k [2]string) float64 {
 		if k[1] == "COMMENT#a" {
 			return 2 // table + gsi1

@@ -187,7 +187,8 @@ func (r *runner) workload(ctx context.Context, w Workload) (*WorkloadResult, err
 		return nil, err
 	}
 	wr := &WorkloadResult{Name: w.Name, Description: w.Description, Rules: ruleNames(set), Targets: w.Targets,
-		SetupOps: len(w.Setup), Ops: len(w.Measure), LiveOps: len(w.Live), LiveRate: w.LiveRate, CopyLag: w.CopyLag}
+		SetupOps: len(w.Setup), Ops: len(w.Measure), LiveOps: len(w.Live), LiveRate: w.LiveRate, CopyLag: w.CopyLag,
+		ParallelizationFactor: max(1, w.ParallelizationFactor), Deltas: w.Deltas}
 	for rep := 0; rep < r.cfg.Reps; rep++ {
 		for _, sys := range []string{Denorm, Naive} {
 			fmt.Fprintf(r.cfg.Progress, "%s: %s run %d/%d ...", w.Name, sys, rep+1, r.cfg.Reps)
@@ -232,7 +233,8 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 		return nil, err
 	}
 	mc := esm.Config{StreamARN: arn, BatchSize: r.cfg.BatchSize, PollInterval: r.cfg.PollInterval,
-		MaximumRetryAttempts: esm.Int(5), BisectBatchOnFunctionError: true, ReportBatchItemFailures: true,
+		ParallelizationFactor: w.ParallelizationFactor, // both systems: like for like
+		MaximumRetryAttempts:  esm.Int(5), BisectBatchOnFunctionError: true, ReportBatchItemFailures: true,
 		FilterCriteria: filters, CheckpointFile: filepath.Join(r.dir, name+".json"),
 		OnFailureDir: filepath.Join(r.dir, name+"-failures"), Logger: quiet()}
 

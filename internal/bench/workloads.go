@@ -20,6 +20,7 @@ const (
 	TargetCrossPartition Target = "cross-partition counters: WCU <= 0.35x baseline"
 	TargetCopies         Target = "copies: WCU <= 1.05x floor"
 	TargetFloor          Target = "copies, mirrors, same-partition counters: WCU <= 1.05x floor"
+	TargetHot            Target = "hot target: zero drift (verify clean) and WCU <= baseline; conflicts reported"
 )
 
 // Workload is one benchmark scenario: rules of the social example, items written before
@@ -36,6 +37,11 @@ type Workload struct {
 	// CopyLag: lag is measured per copy written (a fan-out), not per source record.
 	CopyLag bool
 	Targets []Target
+	// ParallelizationFactor is the event source mapping's, for both systems (0: 1).
+	ParallelizationFactor int
+	// Deltas is how many counter changes the measured backlog makes (source items entering
+	// or leaving a count), when the workload reports WCU per delta.
+	Deltas int
 }
 
 // Size scales the workloads.
@@ -47,6 +53,8 @@ type Size struct {
 	Social                                  workload.Scale
 	SocialLive                              int
 	StormRate, PostRate, ChurnRate, MixRate float64
+	HotPosts, HotLive                       int
+	HotRate                                 float64
 }
 
 // Full is the size `make bench` runs. The live rates are low enough for the naive handler
@@ -58,6 +66,7 @@ var Full = Size{
 	RenameCopies: 10000,
 	Social:       workload.Scale{Users: 100, Posts: 200, Comments: 1500, Groups: 10, Memberships: 300, Folders: 10, Files: 300, Churn: 700},
 	SocialLive:   150, MixRate: 10,
+	HotPosts: 2000, HotLive: 300, HotRate: 20,
 }
 
 // Smoke is a size small enough for `make test`.
@@ -68,6 +77,7 @@ var Smoke = Size{
 	RenameCopies: 200,
 	Social:       workload.Scale{Users: 8, Posts: 12, Comments: 40, Groups: 3, Memberships: 12, Folders: 2, Files: 12, Churn: 30},
 	SocialLive:   10, MixRate: 50,
+	HotPosts: 150, HotLive: 10, HotRate: 50,
 }
 
 // Tiny is the size of the tests: seconds on DynamoDB Local.
@@ -78,12 +88,14 @@ var Tiny = Size{
 	RenameCopies: 30,
 	Social:       workload.Scale{Users: 4, Posts: 4, Comments: 10, Groups: 2, Memberships: 4, Folders: 1, Files: 4, Churn: 10},
 	SocialLive:   5, MixRate: 50,
+	HotPosts: 40, HotLive: 5, HotRate: 50,
 }
 
 // Workloads returns the benchmark's workloads, in order.
 func Workloads(seed uint64, sz Size) []Workload {
 	return []Workload{
 		commentStorm(seed, sz), postsPerUser(seed, sz), membershipChurn(seed, sz), rename(sz), socialMix(seed, sz),
+		hotTarget(seed, sz),
 	}
 }
 
@@ -273,8 +285,49 @@ func socialMix(seed uint64, sz Size) Workload {
 	ops := workload.Social(seed, sc)
 	cut := len(ops) - sz.SocialLive
 	w := Workload{Name: "social-mix", LiveRate: sz.MixRate,
-		Description: fmt.Sprintf("workload.Social: %d users, %d posts, %d comments, %d memberships, %d files, %d changes; all 11 rules",
+		Description: fmt.Sprintf("workload.Social: %d users, %d posts, %d comments, %d memberships, %d files, %d changes; every rule of rules/social.yaml",
 			sc.Users, sc.Posts, sc.Comments, sc.Memberships, sc.Files, sz.Social.Churn)}
 	w.Measure, w.Live = ops[:cut], ops[cut:]
+	return w
+}
+
+// hotTargetFactor is the hot-target workload's ParallelizationFactor: four batches of the
+// shard at once, all of them feeding the one global counter.
+const hotTargetFactor = 4
+
+// hotTarget: posts created (90 %) and deleted (10 %) in as many partitions as there are
+// posts, every one counted into the single STATS#global item (global-post-count: relay
+// mode), with ParallelizationFactor 4 for both systems: several batches write into the one
+// target at once.
+func hotTarget(seed uint64, sz Size) Workload {
+	g := newGen(seed, 6)
+	w := Workload{Name: "hot-target", Rules: []string{"global-post-count"}, LiveRate: sz.HotRate,
+		ParallelizationFactor: hotTargetFactor,
+		Description: fmt.Sprintf("%d post creates/deletes in as many partitions, all counted into one STATS#global item; ParallelizationFactor %d",
+			sz.HotPosts, hotTargetFactor),
+		Targets: []Target{TargetHot}}
+	w.Setup = append(w.Setup, put("pk", "STATS#global", "sk", "STATS"))
+	var live []int
+	posts := 0
+	next := func() workload.Op {
+		if len(live) > 0 && g.rng.IntN(10) == 0 {
+			i := g.rng.IntN(len(live))
+			p := live[i]
+			live[i] = live[len(live)-1]
+			live = live[:len(live)-1]
+			return del(fmt.Sprintf("POST#p%05d", p), "METADATA")
+		}
+		live = append(live, posts)
+		posts++
+		return put("pk", fmt.Sprintf("POST#p%05d", posts-1), "sk", "METADATA", "userId", uid(g.rng.IntN(1000)),
+			"title", "a post", "status", "published")
+	}
+	for i := 0; i < sz.HotPosts; i++ {
+		w.Measure = append(w.Measure, next())
+	}
+	w.Deltas = len(w.Measure) // every create and every delete moves the count by one
+	for i := 0; i < sz.HotLive; i++ {
+		w.Live = append(w.Live, next())
+	}
 	return w
 }

@@ -11,6 +11,8 @@ type pending struct {
 	seq     string
 	raw     json.RawMessage // the record as the event carries it
 	created time.Time
+	// part is the record's partition key, which picks its lane (ParallelizationFactor > 1).
+	part string
 }
 
 // maxBackoff caps the pause between retries of a batch.

@@ -15,7 +15,7 @@ func TestConfigDefaultsAndLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := m.cfg
-	if c.BatchSize != 100 || c.StartingPosition != TrimHorizon || c.PollInterval != 200*time.Millisecond ||
+	if c.BatchSize != 100 || c.ParallelizationFactor != 1 || c.StartingPosition != TrimHorizon || c.PollInterval != 200*time.Millisecond ||
 		c.maxRetries() != -1 || c.Region != "us-east-1" || !strings.Contains(c.FunctionARN, ":function:") {
 		t.Errorf("defaults %+v", c)
 	}
@@ -30,6 +30,8 @@ func TestConfigDefaultsAndLimits(t *testing.T) {
 		{Config{StreamARN: fakeARN, MaximumRetryAttempts: Int(10001)}, "MaximumRetryAttempts 10001"},
 		{Config{StreamARN: fakeARN, FilterCriteria: []string{"{"}}, "filter pattern 0"},
 		{Config{StreamARN: fakeARN, MaximumBatchingWindow: -time.Second}, "MaximumBatchingWindow"},
+		{Config{StreamARN: fakeARN, ParallelizationFactor: 11}, "ParallelizationFactor 11: want 1..10"},
+		{Config{StreamARN: fakeARN, ParallelizationFactor: -1}, "ParallelizationFactor -1"},
 	} {
 		if _, err := New(newFakeStream(), inv, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)

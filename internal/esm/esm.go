@@ -48,6 +48,8 @@ const (
 	MaxRetryAttempts    = 10000
 	DefaultPollInterval = 200 * time.Millisecond
 	DefaultRetryBackoff = 50 * time.Millisecond
+	// MaxParallelizationFactor is the most concurrent batches per shard Lambda allows.
+	MaxParallelizationFactor = 10
 	// maxGetRecords is the largest Limit GetRecords accepts.
 	maxGetRecords = 1000
 )
@@ -62,6 +64,13 @@ type Config struct {
 	StartingPosition StartingPosition
 	// BatchSize is the most records per invocation: default 100, at most 10000.
 	BatchSize int
+	// ParallelizationFactor is how many batches of one shard are processed at once: default
+	// 1, at most 10. As in Lambda, each record goes to the lane its partition key hashes to,
+	// so the records of one partition key stay in order, and the shard's checkpoint passes a
+	// record only once every lane has processed everything up to it. Here the shard's reader
+	// gathers up to ParallelizationFactor x BatchSize records, delivers each lane's share in
+	// batches of at most BatchSize, and reads on when every lane is done.
+	ParallelizationFactor int
 	// MaximumBatchingWindow is how long records are gathered before invoking; 0 invokes as
 	// soon as a read returns records.
 	MaximumBatchingWindow time.Duration
@@ -118,6 +127,9 @@ type Mapping struct {
 	region string
 	ckpt   *checkpoint
 	stats  counters
+	// hashKey is the table's partition key attribute, from the first DescribeStream; lanes
+	// hash its value. Written once before any shard starts.
+	hashKey string
 
 	mu        sync.Mutex
 	shards    map[string]*shardState
@@ -174,6 +186,12 @@ func (c Config) withDefaults() (Config, error) {
 	case c.BatchSize < 1 || c.BatchSize > MaxBatchSize:
 		bad("BatchSize %d: want 1..%d", c.BatchSize, MaxBatchSize)
 	}
+	switch {
+	case c.ParallelizationFactor == 0:
+		c.ParallelizationFactor = 1
+	case c.ParallelizationFactor < 1 || c.ParallelizationFactor > MaxParallelizationFactor:
+		bad("ParallelizationFactor %d: want 1..%d (concurrent batches per shard)", c.ParallelizationFactor, MaxParallelizationFactor)
+	}
 	if c.MaximumBatchingWindow < 0 {
 		bad("MaximumBatchingWindow %v is negative", c.MaximumBatchingWindow)
 	}
@@ -203,6 +221,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, errors.Join(errs...)
 }
+
+// gather is how many records one read of a shard gathers: a batch for each lane.
+func (c Config) gather() int { return c.BatchSize * c.ParallelizationFactor }
 
 // maxRetries returns the retry budget, -1 for infinite.
 func (c Config) maxRetries() int {

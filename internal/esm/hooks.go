@@ -3,8 +3,8 @@ package esm
 import "encoding/json"
 
 // Hooks are optional fault-injection points around every invocation. They run on the
-// shard's goroutine; shards of unrelated lineages run concurrently, so hooks that keep state
-// must lock it.
+// goroutine delivering the batch; shards of unrelated lineages, and the lanes of one shard
+// with ParallelizationFactor > 1, run concurrently, so hooks that keep state must lock it.
 type Hooks struct {
 	// BeforeInvoke receives the records about to be sent (encoded as in the event) and
 	// returns the records to send instead: duplicated, reordered, altered or dropped. Batch

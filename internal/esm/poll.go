@@ -12,11 +12,14 @@ import (
 	"github.com/denorm/denorm/internal/record"
 )
 
-// worker reads one shard and delivers its batches, one at a time (ParallelizationFactor 1).
+// worker reads one shard and delivers its batches: one at a time, or with
+// ParallelizationFactor > 1 split into lanes delivered concurrently (lanes.go).
 type worker struct {
 	m  *Mapping
 	s  *shardState
 	id string
+	// lane, set on a lane's copy of the worker, turns its checkpoints into lane progress.
+	lane *lane
 	// iter is the next shard iterator; nil means "get one at pos".
 	iter *string
 	// ended: GetRecords returned no next iterator, the closed shard has no more records.
@@ -48,8 +51,7 @@ func (m *Mapping) runShard(ctx context.Context, s *shardState) error {
 			return err
 		}
 		if len(g.recs) > 0 {
-			m.stats.batches.Add(1)
-			if err := w.deliver(ctx, g.recs); err != nil {
+			if err := w.deliverAll(ctx, g.recs); err != nil {
 				return err
 			}
 			m.touch()
@@ -76,8 +78,12 @@ func (m *Mapping) runShard(ctx context.Context, s *shardState) error {
 	}
 }
 
-// commit checkpoints the shard at seq.
+// commit checkpoints the shard at seq: processed up to it. In a lane, seq is the lane's
+// progress, and the shard moves only as far as every lane has come.
 func (w *worker) commit(seq string) error {
+	if w.lane != nil {
+		seq = w.lane.processed(seq)
+	}
 	return w.m.ckpt.advance(w.id, seq)
 }
 
@@ -93,7 +99,8 @@ type gathered struct {
 	first time.Time // when recs[0] was read
 }
 
-// read returns the next batch: up to BatchSize records that passed the filter and fit one
+// read returns the next batch: up to BatchSize records (times ParallelizationFactor: one
+// batch per lane) that passed the filter and fit one
 // 6 MB event, gathered for at most MaximumBatchingWindow (none: as soon as a read returns
 // records).
 func (w *worker) read(ctx context.Context) (gathered, error) {
@@ -138,7 +145,7 @@ func (w *worker) read(ctx context.Context) (gathered, error) {
 		}
 		began = time.Now()
 		out, err := m.api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{
-			ShardIterator: w.iter, Limit: aws.Int32(int32(min(maxGetRecords, m.cfg.BatchSize-len(g.recs)))),
+			ShardIterator: w.iter, Limit: aws.Int32(int32(min(maxGetRecords, m.cfg.gather()-len(g.recs)))),
 		})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -168,8 +175,9 @@ func (w *worker) read(ctx context.Context) (gathered, error) {
 // batches an event source mapping sends.
 const maxPayload = 6 * 1024 * 1024
 
-// fill moves records read from the shard into g until g is full (BatchSize records, or the
-// next record would make the event exceed 6 MB: it starts the next batch).
+// fill moves records read from the shard into g until g is full (BatchSize records times
+// ParallelizationFactor, or the next record would make the event exceed 6 MB: it starts the
+// next batch; lanes get a share of g, so each lane's batches fit too).
 func (w *worker) fill(g *gathered) (full bool, err error) {
 	m := w.m
 	for len(w.queue) > 0 {
@@ -204,7 +212,7 @@ func (w *worker) fill(g *gathered) (full bool, err error) {
 		if g.first.IsZero() {
 			g.first = time.Now()
 		}
-		if len(g.recs) >= m.cfg.BatchSize {
+		if len(g.recs) >= m.cfg.gather() {
 			return true, nil
 		}
 	}
@@ -213,7 +221,8 @@ func (w *worker) fill(g *gathered) (full bool, err error) {
 
 // prepare encodes r for the event and applies the filter.
 func (m *Mapping) prepare(r types.Record) (p pending, keep bool, err error) {
-	p = pending{seq: aws.ToString(r.Dynamodb.SequenceNumber), created: aws.ToTime(r.Dynamodb.ApproximateCreationDateTime)}
+	p = pending{seq: aws.ToString(r.Dynamodb.SequenceNumber), created: aws.ToTime(r.Dynamodb.ApproximateCreationDateTime),
+		part: partitionKey(r.Dynamodb.Keys, m.hashKey)}
 	p.raw, err = record.EncodeStreamRecord(r, m.cfg.StreamARN, m.region)
 	if err != nil {
 		return p, false, err

@@ -166,7 +166,7 @@ func (h *Handler) emit(ctx context.Context, o Outcome, err error) {
 	attrs := []any{
 		slog.Int("records", o.Records), slog.Int("applied", o.Applied), slog.Int("effects", o.Effects),
 		slog.Int("writes", o.Stats.Requests), slog.Float64("wcu", o.Stats.WCU), slog.Int("duplicates", o.Stats.Duplicates),
-		slog.Int("retries", o.Stats.Retries), slog.Int("fanOutPages", o.Stats.FanOutPages), slog.Duration("oldestAge", o.Age),
+		slog.Int("retries", o.Stats.Retries), slog.Int("conflicts", o.Stats.Conflicts), slog.Int("fanOutPages", o.Stats.FanOutPages), slog.Duration("oldestAge", o.Age),
 		slog.Int("noImage", o.NoImage), slog.Int("unlinked", o.Unlinked),
 	}
 	if o.Stats.RefusedTotal() > 0 {

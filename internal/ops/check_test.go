@@ -160,14 +160,15 @@ func TestMissing(t *testing.T) {
 	if got := describeDrifts(ev, drifts); !reflect.DeepEqual(got, want) {
 		t.Errorf("missing\n got %q\nwant %q", got, want)
 	}
-	// Totals for users, the folder: missingTarget skip, so not drift but counted.
+	// Totals for users, the folder, the global stats item: missingTarget skip, so not drift
+	// but counted.
 	gotSkipped := map[string]int64{}
 	for i, n := range skipped {
 		if n > 0 {
 			gotSkipped[ev.rules[i].r.Name] = n
 		}
 	}
-	wantSkipped := map[string]int64{"user-post-count": 1, "user-comment-count": 2, "folder-file-count": 1, "folder-size": 1}
+	wantSkipped := map[string]int64{"user-post-count": 1, "user-comment-count": 2, "folder-file-count": 1, "folder-size": 1, "global-post-count": 1}
 	if !reflect.DeepEqual(gotSkipped, wantSkipped) {
 		t.Errorf("skipped %v, want %v", gotSkipped, wantSkipped)
 	}

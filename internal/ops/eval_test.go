@@ -98,7 +98,7 @@ func TestLevels(t *testing.T) {
 	}
 	want := [][]string{
 		{"comment-author", "membership-group-name", "user-posts", "group-members", "post-comment-count",
-			"user-post-count", "user-comment-count", "folder-file-count", "folder-size"},
+			"user-post-count", "user-comment-count", "folder-file-count", "folder-size", "global-post-count"},
 		{"member-name", "group-member-count"},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -131,21 +131,24 @@ func TestObserve(t *testing.T) {
 			item: record.Item{"pk": S("POST#p1"), "sk": S("METADATA"), "userId": S("u1"), "title": S("Hi"), "status": S("published"), "commentCount": N("3")},
 			mirrors: map[string]map[plan.Key]MirrorWant{"user-posts": {key("USER#u1", "POST#p1"): {Source: key("POST#p1", "METADATA"),
 				Item: record.Item{"pk": S("USER#u1"), "sk": S("POST#p1"), "title": S("Hi"), "status": S("published")}}}},
-			totals: totals{"user-post-count": {key("USER#u1", "PROFILE"): "1"}},
+			totals: totals{"user-post-count": {key("USER#u1", "PROFILE"): "1"}, "global-post-count": {key("STATS#global", "STATS"): "1"}},
 		},
 		{
-			name: "draft post: not counted (where), still mirrored",
+			name: "draft post: not counted into its author (where), still mirrored, counted globally",
 			ev:   ev,
 			item: record.Item{"pk": S("POST#p1"), "sk": S("METADATA"), "userId": S("u1"), "status": S("draft")},
 			mirrors: map[string]map[plan.Key]MirrorWant{"user-posts": {key("USER#u1", "POST#p1"): {Source: key("POST#p1", "METADATA"),
 				Item: record.Item{"pk": S("USER#u1"), "sk": S("POST#p1"), "status": S("draft")}}}},
+			totals: totals{"global-post-count": {key("STATS#global", "STATS"): "1"}},
 		},
 		{
 			// As the stream processor does: an item without the attribute that links it to
-			// a target counts nowhere and has no mirror; that is not a problem.
-			name: "post without author: counted nowhere, mirrored nowhere",
-			ev:   ev,
-			item: record.Item{"pk": S("POST#p1"), "sk": S("METADATA"), "status": S("published")},
+			// a target counts nowhere and has no mirror; that is not a problem. The global
+			// count needs no variable of the post.
+			name:   "post without author: counted only globally, mirrored nowhere",
+			ev:     ev,
+			item:   record.Item{"pk": S("POST#p1"), "sk": S("METADATA"), "status": S("published")},
+			totals: totals{"global-post-count": {key("STATS#global", "STATS"): "1"}},
 		},
 		{
 			name: "comment: counted into its post and its author",
