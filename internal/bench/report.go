@@ -183,6 +183,8 @@ func (r *Report) summarize() {
 				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 0.35, w.Ratios.WCUVsBaseline <= 0.35})
 			case TargetCopies, TargetFloor:
 				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsFloor, 1.05, w.Ratios.WCUVsFloor <= 1.05})
+			case TargetBuckets:
+				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsFloor, 1.1, w.Ratios.WCUVsFloor <= 1.1})
 			}
 		}
 		if r.Ceiling.Transact.BestRequests > 0 {
