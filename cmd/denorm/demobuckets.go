@@ -86,15 +86,19 @@ func showDailyBuckets(ctx context.Context, w io.Writer, p *local.Pipeline, f *ru
 			wrong++
 		}
 	}
-	fmt.Fprintf(w, "\n5. Comments per day (%s): %s has %d comments on %d days; its day items (pk %s, sk DAY#<UTC day>):\n",
+	// Its busiest days, in day order.
+	const shown = 6
+	busy := append([]string(nil), names...)
+	sort.SliceStable(busy, func(i, j int) bool { return days[busy[i]].truth > days[busy[j]].truth })
+	if len(busy) > shown {
+		busy = busy[:shown]
+	}
+	sort.Strings(busy)
+	fmt.Fprintf(w, "\n5. Comments per day (%s): %s has %d comments on %d days; its busiest day items (pk %s, sk DAY#<UTC day>):\n",
 		dailyRule, best, bestN, len(names), best)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "   day\tcommentCount\tcomments that day\texpires\t")
-	const shown = 6
-	for i, d := range names {
-		if i == shown {
-			break
-		}
+	for _, d := range busy {
 		exp := "-"
 		if s, err := strconv.ParseInt(days[d].ttl, 10, 64); err == nil {
 			exp = time.Unix(s, 0).UTC().Format("2006-01-02")
@@ -102,8 +106,8 @@ func showDailyBuckets(ctx context.Context, w io.Writer, p *local.Pipeline, f *ru
 		fmt.Fprintf(tw, "   DAY#%s\t%s\t%d\t%s\t\n", d, days[d].stored, days[d].truth, exp)
 	}
 	_ = tw.Flush()
-	if len(names) > shown {
-		fmt.Fprintf(w, "   ... and %d more days\n", len(names)-shown)
+	if len(names) > len(busy) {
+		fmt.Fprintf(w, "   ... and %d more days\n", len(names)-len(busy))
 	}
 	fmt.Fprintf(w, "   %d of %d days hold the number of that day's comments.\n", len(names)-wrong, len(names))
 	return wrong, nil
