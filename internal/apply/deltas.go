@@ -59,6 +59,12 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 			}
 		}
 		zero := allZero(attrs)
+		// A create rule's target is written as it may be missing: a time bucket is missing
+		// before its first source, and asking first cost a refused write (1 WCU) per new
+		// bucket. A restore expects the target the application left, so it asks first.
+		if !create && rep == nil && anyCreate(raw) {
+			create = true
+		}
 		// Until it is found missing, the target must exist; a zero net never creates it.
 		err := r.updateCounters(r.x.key(t.Target), "updating counters on "+t.Target.PK+" "+t.Target.SK,
 			attrs, minSeq, maxSeq, !create || zero, expect)

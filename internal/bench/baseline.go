@@ -145,19 +145,19 @@ func (b *Baseline) post(ctx context.Context, rec *events.DynamoDBEventRecord, ol
 	var ds []delta
 	if b.Rules["user-post-count"] {
 		if old != nil && str(old["status"]) == "published" {
-			ds = append(ds, delta{"USER#" + str(old["userId"]), "PROFILE", "postCount", -1})
+			ds = append(ds, delta{"USER#" + str(old["userId"]), "PROFILE", "postCount", -1, 0})
 		}
 		if nw != nil && str(nw["status"]) == "published" {
-			ds = append(ds, delta{"USER#" + str(nw["userId"]), "PROFILE", "postCount", 1})
+			ds = append(ds, delta{"USER#" + str(nw["userId"]), "PROFILE", "postCount", 1, 0})
 		}
 	}
 	if b.Rules["global-post-count"] {
 		// Every post, drafts included, into the one item the application put.
 		if old != nil {
-			ds = append(ds, delta{"STATS#global", "STATS", "postCount", -1})
+			ds = append(ds, delta{"STATS#global", "STATS", "postCount", -1, 0})
 		}
 		if nw != nil {
-			ds = append(ds, delta{"STATS#global", "STATS", "postCount", 1})
+			ds = append(ds, delta{"STATS#global", "STATS", "postCount", 1, 0})
 		}
 	}
 	return b.count(ctx, rec, ds)
@@ -170,17 +170,30 @@ func (b *Baseline) comment(ctx context.Context, rec *events.DynamoDBEventRecord,
 	if b.Rules["post-comment-count"] {
 		switch {
 		case old == nil && nw != nil:
-			ds = append(ds, delta{pk, "METADATA", "commentCount", 1})
+			ds = append(ds, delta{pk, "METADATA", "commentCount", 1, 0})
 		case old != nil && nw == nil:
-			ds = append(ds, delta{pk, "METADATA", "commentCount", -1})
+			ds = append(ds, delta{pk, "METADATA", "commentCount", -1, 0})
 		}
 	}
 	if b.Rules["user-comment-count"] {
 		if u := str(get(old, "gsi1pk")); u != "" {
-			ds = append(ds, delta{u, "PROFILE", "commentCount", -1})
+			ds = append(ds, delta{u, "PROFILE", "commentCount", -1, 0})
 		}
 		if u := str(get(nw, "gsi1pk")); u != "" {
-			ds = append(ds, delta{u, "PROFILE", "commentCount", 1})
+			ds = append(ds, delta{u, "PROFILE", "commentCount", 1, 0})
+		}
+	}
+	if b.Rules["post-daily-comments"] {
+		// The post's day item: ADD to it, created by the first comment of the day, with
+		// its ttl set once. The day is the UTC day of the createdAt in the sk.
+		if day, ok := commentDay(sk); ok {
+			ttl := day.Add(24*time.Hour + dayTTL).Unix()
+			switch {
+			case old == nil && nw != nil:
+				ds = append(ds, delta{pk, "DAY#" + day.Format("2006-01-02"), "commentCount", 1, ttl})
+			case old != nil && nw == nil:
+				ds = append(ds, delta{pk, "DAY#" + day.Format("2006-01-02"), "commentCount", -1, ttl})
+			}
 		}
 	}
 	if err := b.count(ctx, rec, ds); err != nil {
@@ -223,9 +236,9 @@ func (b *Baseline) member(ctx context.Context, rec *events.DynamoDBEventRecord, 
 		var ds []delta
 		switch rec.EventName {
 		case "INSERT":
-			ds = append(ds, delta{pk, "METADATA", "memberCount", 1})
+			ds = append(ds, delta{pk, "METADATA", "memberCount", 1, 0})
 		case "REMOVE":
-			ds = append(ds, delta{pk, "METADATA", "memberCount", -1})
+			ds = append(ds, delta{pk, "METADATA", "memberCount", -1, 0})
 		}
 		if err := b.count(ctx, rec, ds); err != nil {
 			return err
@@ -243,23 +256,43 @@ func (b *Baseline) file(ctx context.Context, rec *events.DynamoDBEventRecord, pk
 	if b.Rules["folder-file-count"] {
 		switch {
 		case old == nil && nw != nil:
-			ds = append(ds, delta{pk, "METADATA", "fileCount", 1})
+			ds = append(ds, delta{pk, "METADATA", "fileCount", 1, 0})
 		case old != nil && nw == nil:
-			ds = append(ds, delta{pk, "METADATA", "fileCount", -1})
+			ds = append(ds, delta{pk, "METADATA", "fileCount", -1, 0})
 		}
 	}
 	if b.Rules["folder-size"] {
 		if d := number(get(nw, "size")) - number(get(old, "size")); d != 0 {
-			ds = append(ds, delta{pk, "METADATA", "totalBytes", d})
+			ds = append(ds, delta{pk, "METADATA", "totalBytes", d, 0})
 		}
 	}
 	return b.count(ctx, rec, ds)
 }
 
-// delta adds N to Attr of the item PK/SK.
+// delta adds N to Attr of the item PK/SK; a TTL (epoch seconds) other than 0 is set on the
+// item unless it has one.
 type delta struct {
 	PK, SK, Attr string
 	N            int64
+	TTL          int64
+}
+
+// dayTTL is the ttl of post-daily-comments in rules/social.yaml: a day item expires this
+// long after its day ends.
+const dayTTL = 3650 * 24 * time.Hour
+
+// commentDay returns the start of the UTC day of the createdAt in a comment's sk
+// (COMMENT#{createdAt}#{commentId}).
+func commentDay(sk string) (time.Time, bool) {
+	at, _, ok := strings.Cut(strings.TrimPrefix(sk, "COMMENT#"), "#")
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.UTC().Truncate(24 * time.Hour), true
 }
 
 // count applies a record's counter updates together with the record's marker in one
@@ -269,6 +302,7 @@ func (b *Baseline) count(ctx context.Context, rec *events.DynamoDBEventRecord, d
 	type target struct{ pk, sk string }
 	var order []target
 	adds := map[target]map[string]int64{}
+	ttls := map[target]int64{}
 	for _, d := range ds {
 		t := target{d.PK, d.SK}
 		if adds[t] == nil {
@@ -276,6 +310,9 @@ func (b *Baseline) count(ctx context.Context, rec *events.DynamoDBEventRecord, d
 			order = append(order, t)
 		}
 		adds[t][d.Attr] += d.N
+		if d.TTL != 0 {
+			ttls[t] = d.TTL
+		}
 	}
 	items := []types.TransactWriteItem{{Put: &types.Put{
 		TableName: aws.String(b.Table),
@@ -299,6 +336,9 @@ func (b *Baseline) count(ctx context.Context, rec *events.DynamoDBEventRecord, d
 		}
 		if n == 0 {
 			continue
+		}
+		if ttl := ttls[t]; ttl != 0 {
+			ub = ub.Set(expression.Name("ttl"), expression.IfNotExists(expression.Name("ttl"), expression.Value(ttl)))
 		}
 		e, err := expression.NewBuilder().WithUpdate(ub).Build()
 		if err != nil {

@@ -195,6 +195,8 @@ func (r *Report) summarize() {
 			case TargetHot:
 				ok := w.Ratios.WCUVsBaseline <= 1 && d.Verified
 				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 1, ok})
+			case TargetBuckets:
+				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsFloor, 1.1, w.Ratios.WCUVsFloor <= 1.1})
 			}
 		}
 		if r.Ceiling.Transact.BestRequests > 0 {

@@ -21,6 +21,7 @@ const (
 	TargetCopies         Target = "copies: WCU <= 1.05x floor"
 	TargetFloor          Target = "copies, mirrors, same-partition counters: WCU <= 1.05x floor"
 	TargetHot            Target = "hot target: zero drift (verify clean) and WCU <= baseline; conflicts reported"
+	TargetBuckets        Target = "time buckets: WCU <= 1.1x floor"
 )
 
 // Workload is one benchmark scenario: rules of the social example, items written before
@@ -52,9 +53,11 @@ type Size struct {
 	RenameCopies                            int
 	Social                                  workload.Scale
 	SocialLive                              int
+	DayComments, DayLive, DayPosts, Days    int
 	StormRate, PostRate, ChurnRate, MixRate float64
 	HotPosts, HotLive                       int
 	HotRate                                 float64
+	DayRate                                 float64
 }
 
 // Full is the size `make bench` runs. The live rates are low enough for the naive handler
@@ -67,6 +70,7 @@ var Full = Size{
 	Social:       workload.Scale{Users: 100, Posts: 200, Comments: 1500, Groups: 10, Memberships: 300, Folders: 10, Files: 300, Churn: 700},
 	SocialLive:   150, MixRate: 10,
 	HotPosts: 2000, HotLive: 300, HotRate: 20,
+	DayComments: 2000, DayLive: 300, DayPosts: 20, Days: 14, DayRate: 20,
 }
 
 // Smoke is a size small enough for `make test`.
@@ -78,6 +82,7 @@ var Smoke = Size{
 	Social:       workload.Scale{Users: 8, Posts: 12, Comments: 40, Groups: 3, Memberships: 12, Folders: 2, Files: 12, Churn: 30},
 	SocialLive:   10, MixRate: 50,
 	HotPosts: 150, HotLive: 10, HotRate: 50,
+	DayComments: 150, DayLive: 10, DayPosts: 5, Days: 7, DayRate: 50,
 }
 
 // Tiny is the size of the tests: seconds on DynamoDB Local.
@@ -89,6 +94,7 @@ var Tiny = Size{
 	Social:       workload.Scale{Users: 4, Posts: 4, Comments: 10, Groups: 2, Memberships: 4, Folders: 1, Files: 4, Churn: 10},
 	SocialLive:   5, MixRate: 50,
 	HotPosts: 40, HotLive: 5, HotRate: 50,
+	DayComments: 40, DayLive: 5, DayPosts: 3, Days: 4, DayRate: 50,
 }
 
 // Workloads returns the benchmark's workloads, in order.
@@ -96,6 +102,7 @@ func Workloads(seed uint64, sz Size) []Workload {
 	return []Workload{
 		commentStorm(seed, sz), postsPerUser(seed, sz), membershipChurn(seed, sz), rename(sz), socialMix(seed, sz),
 		hotTarget(seed, sz),
+		dailyBuckets(seed, sz),
 	}
 }
 
@@ -135,7 +142,10 @@ func del(pk, sk string) workload.Op {
 func uid(n int) string { return fmt.Sprintf("u%05d", n) }
 
 func (g *opGen) comment(post, user int, name string) workload.Op {
-	at := g.ts()
+	return g.commentAt(post, user, name, g.ts())
+}
+
+func (g *opGen) commentAt(post, user int, name, at string) workload.Op {
 	g.n++
 	return put("pk", "POST#"+fmt.Sprintf("p%04d", post), "sk", "COMMENT#"+at+"#c"+strconv.Itoa(g.n),
 		"gsi1pk", "USER#"+uid(user), "gsi1sk", "COMMENT#"+at, "text", "a comment", "userName", name)
@@ -327,6 +337,40 @@ func hotTarget(seed uint64, sz Size) Workload {
 	}
 	w.Deltas = len(w.Measure) // every create and every delete moves the count by one
 	for i := 0; i < sz.HotLive; i++ {
+		w.Live = append(w.Live, next())
+	}
+	return w
+}
+
+// dailyBuckets: comments spread over DayPosts posts (Zipf) and Days UTC days, a tenth of
+// them deleted again, each counted into its post's day item (post-daily-comments: a time
+// bucket in the post's partition, created on first use, with a ttl). A batch holds
+// comments of many post-days, so each day item gets a few deltas per batch, not dozens.
+func dailyBuckets(seed uint64, sz Size) Workload {
+	g := newGen(seed, 6)
+	w := Workload{Name: "daily-buckets", Rules: []string{"post-daily-comments"}, LiveRate: sz.DayRate,
+		Description: fmt.Sprintf("%d comments on %d posts (Zipf) over %d days, 10%% deleted; commentCount per post and UTC day",
+			sz.DayComments, sz.DayPosts, sz.Days),
+		Targets: []Target{TargetBuckets}}
+	zipf := rand.NewZipf(rand.New(rand.NewPCG(seed, 66)), 1.1, 1, uint64(sz.DayPosts-1))
+	var live [][2]string
+	next := func() workload.Op {
+		if len(live) > 0 && g.rng.IntN(10) == 0 {
+			i := g.rng.IntN(len(live))
+			k := live[i]
+			live[i] = live[len(live)-1]
+			live = live[:len(live)-1]
+			return del(k[0], k[1])
+		}
+		at := g.base.Add(time.Duration(g.rng.IntN(86400*sz.Days))*time.Second + time.Duration(g.n)*time.Millisecond)
+		op := g.commentAt(int(zipf.Uint64()), g.rng.IntN(1000), "?", at.Format("2006-01-02T15:04:05.000Z"))
+		live = append(live, [2]string{str(op.Put["pk"]), str(op.Put["sk"])})
+		return op
+	}
+	for i := 0; i < sz.DayComments; i++ {
+		w.Measure = append(w.Measure, next())
+	}
+	for i := 0; i < sz.DayLive; i++ {
 		w.Live = append(w.Live, next())
 	}
 	return w

@@ -267,6 +267,14 @@ func scenario() (*Model, map[Key]record.Item) {
 		f1:                                  {"name": s("F"), "fileCount": n("2"), "totalBytes": n("12.5")},
 		{"FOLDER#f1", "FILE#2025-01-01#x1"}: {"name": s("x1"), "size": n("10")},
 		{"FOLDER#f1", "FILE#2025-01-01#x2"}: {"name": s("x2"), "size": n("2.5")},
+		// post-daily-comments: a day item per post and UTC day of comments, created by
+		// Denorm, with ttl = the day's end (midnight after) + 3650 days.
+		{"POST#p1", "DAY#2025-01-01"}: {"commentCount": n("1"), "ttl": n("2051136000")}, // 2025-01-02T00:00Z + 3650d
+		{"POST#p1", "DAY#2025-01-02"}: {"commentCount": n("1"), "ttl": n("2051222400")},
+		{"POST#p1", "DAY#2025-01-04"}: {"commentCount": n("1"), "ttl": n("2051395200"), "_dn_wm": n("4")}, // c4: no author, still counted
+		{"POST#lp", "DAY#2025-01-03"}: {"commentCount": n("1"), "ttl": n("2051308800")},
+		// A day whose comments are all gone keeps its item at 0.
+		{"POST#p2", "DAY#2025-01-09"}: {"commentCount": n("0"), "ttl": n("2051827200")},
 	}
 	for k, it := range table {
 		it["pk"], it["sk"] = s(k.PK), s(k.SK)
@@ -310,6 +318,15 @@ func TestOracleApplication(t *testing.T) {
 		{"a late user's name not copied", func(tb map[Key]record.Item) {
 			tb[Key{"POST#p1", "COMMENT#2025-01-02T00:00:00Z#c2"}]["userName"] = s("?")
 		}, `attribute POST#p1 COMMENT#2025-01-02T00:00:00Z#c2: userName = "?", want "Late"`, ""},
+		{"a day item counting a comment twice", func(tb map[Key]record.Item) { tb[Key{"POST#p1", "DAY#2025-01-02"}]["commentCount"] = n("2") },
+			"attribute POST#p1 DAY#2025-01-02: commentCount = 2, want 1", ""},
+		{"a day item not created", func(tb map[Key]record.Item) { delete(tb, Key{"POST#lp", "DAY#2025-01-03"}) },
+			"missing POST#lp DAY#2025-01-03:  = , want {commentCount: 1, ttl: 2051308800}", ""},
+		{"a day item without its ttl", func(tb map[Key]record.Item) { delete(tb[Key{"POST#p1", "DAY#2025-01-01"}], "ttl") },
+			"attribute POST#p1 DAY#2025-01-01: ttl = absent, want 2051136000", ""},
+		{"a comment counted into the wrong day", func(tb map[Key]record.Item) {
+			tb[Key{"POST#p1", "DAY#2025-01-05"}] = record.Item{"pk": s("POST#p1"), "sk": s("DAY#2025-01-05"), "commentCount": n("1"), "ttl": n("2051481600")}
+		}, "attribute POST#p1 DAY#2025-01-05: commentCount = 1, want 0", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, table := scenario()

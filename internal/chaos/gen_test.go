@@ -107,6 +107,7 @@ func TestOracle(t *testing.T) {
 	p := Generate(3, 1500, Everything(), Options{})
 	o := &oracle{m: p.Model}
 	o.expect()
+	o.expectDays()
 	table := map[Key]record.Item{}
 	for k, w := range o.want {
 		it := record.Item{"pk": &types.AttributeValueMemberS{Value: k.PK}, "sk": &types.AttributeValueMemberS{Value: k.SK}}
@@ -125,6 +126,8 @@ func TestOracle(t *testing.T) {
 	user := p.Model.Live(User)[0]
 	comment := p.Model.Live(Comment)[0]
 	table[post]["commentCount"] = &types.AttributeValueMemberN{Value: "999"}
+	day, _, _ := commentDay(comment)
+	table[day]["commentCount"] = &types.AttributeValueMemberN{Value: "999"}
 	table[Key{user.PK, "POST#ghost"}] = record.Item{"title": &types.AttributeValueMemberS{Value: "x"}}
 	table[Key{"_dn#job#comment-author#x", "_dn#job#"}] = record.Item{}
 	delete(table, comment)

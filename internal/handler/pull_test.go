@@ -42,7 +42,7 @@ func TestPullReadsSpareRefusedWrites(t *testing.T) {
 	// batch writes comments with a stale name, deletes the first gone of them without
 	// processing the deletes, and applies the inserts' records; it returns the writes and
 	// reads the batch made.
-	batch := func(e *env, from, n, gone int) (writes int, gets int64) {
+	batch := func(t *testing.T, e *env, from, n, gone int) (writes int, gets int64) {
 		for i := from; i < from+n; i++ {
 			c := fmt.Sprintf("c%03d", i)
 			e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#" + c, "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#" + c, "userName": "?"})
@@ -57,7 +57,7 @@ func TestPullReadsSpareRefusedWrites(t *testing.T) {
 		}
 		return e.api.writes - w0, e.api.gets.Load() - g0
 	}
-	setup := func(p apply.PullReads) *env {
+	setup := func(t *testing.T, p apply.PullReads) *env {
 		e := newEnv(t, apply.Options{PullReads: p})
 		e.api.failAfter = -1
 		e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ann"})
@@ -65,30 +65,30 @@ func TestPullReadsSpareRefusedWrites(t *testing.T) {
 		return e
 	}
 	t.Run("never", func(t *testing.T) {
-		e := setup(apply.PullReadsNever)
-		if w, g := batch(e, 0, 12, 12); w != 12 || g != 2 {
+		e := setup(t, apply.PullReadsNever)
+		if w, g := batch(t, e, 0, 12, 12); w != 12 || g != 2 {
 			t.Errorf("%d writes and %d reads for 12 pulls of deleted comments, want 12 (all refused) and 2", w, g)
 		}
 	})
 	t.Run("always", func(t *testing.T) {
-		e := setup(apply.PullReadsAlways)
-		if w, g := batch(e, 0, 12, 12); w != 0 || g != 2+12 {
+		e := setup(t, apply.PullReadsAlways)
+		if w, g := batch(t, e, 0, 12, 12); w != 0 || g != 2+12 {
 			t.Errorf("%d writes and %d reads for 12 pulls of deleted comments, want 0 and 14 (one per target)", w, g)
 		}
-		if w, _ := batch(e, 12, 12, 4); w != 8 {
+		if w, _ := batch(t, e, 12, 12, 4); w != 8 {
 			t.Errorf("%d writes for 8 pulls of live comments and 4 of deleted ones, want 8", w)
 		}
 		e.checkNames(t, 8, "Ann")
 	})
 	t.Run("auto", func(t *testing.T) {
-		e := setup(apply.PullReadsAuto)
-		if w, g := batch(e, 0, 12, 12); w != 12 || g != 2 {
+		e := setup(t, apply.PullReadsAuto)
+		if w, g := batch(t, e, 0, 12, 12); w != 12 || g != 2 {
 			t.Errorf("first batch: %d writes, %d reads, want 12 and 2 (nothing learned yet: write blind)", w, g)
 		}
-		if w, g := batch(e, 12, 12, 12); w != 0 || g != 2+12 {
+		if w, g := batch(t, e, 12, 12, 12); w != 0 || g != 2+12 {
 			t.Errorf("after a batch of refused pulls: %d writes, %d reads, want 0 and 14 (read first)", w, g)
 		}
-		if w, _ := batch(e, 24, 12, 0); w != 12 {
+		if w, _ := batch(t, e, 24, 12, 0); w != 12 {
 			t.Errorf("%d writes for 12 pulls of live comments, want 12", w)
 		}
 		e.checkNames(t, 12, "Ann")

@@ -98,7 +98,7 @@ func TestLevels(t *testing.T) {
 	}
 	want := [][]string{
 		{"comment-author", "membership-group-name", "user-posts", "group-members", "post-comment-count",
-			"user-post-count", "user-comment-count", "folder-file-count", "folder-size", "global-post-count"},
+			"user-post-count", "user-comment-count", "folder-file-count", "folder-size", "global-post-count", "post-daily-comments"},
 		{"member-name", "group-member-count"},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -151,11 +151,11 @@ func TestObserve(t *testing.T) {
 			totals: totals{"global-post-count": {key("STATS#global", "STATS"): "1"}},
 		},
 		{
-			name: "comment: counted into its post and its author",
+			name: "comment: counted into its post, its author and its post's day",
 			ev:   ev,
 			item: record.Item{"pk": S("POST#p1"), "sk": S("COMMENT#2025-01-01T00:00:00Z#c1"), "gsi1pk": S("USER#u2"), "gsi1sk": S("COMMENT#2025-01-01T00:00:00Z")},
 			totals: totals{"post-comment-count": {key("POST#p1", "METADATA"): "1"},
-				"user-comment-count": {key("USER#u2", "PROFILE"): "1"}},
+				"user-comment-count": {key("USER#u2", "PROFILE"): "1"}, "post-daily-comments": {key("POST#p1", "DAY#2025-01-01"): "1"}},
 		},
 		{
 			name: "membership: mirror with index keys",

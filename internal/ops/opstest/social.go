@@ -17,7 +17,7 @@ import (
 type Item = map[string]types.AttributeValue
 
 // Scale sizes a data set. About Users + 3.75*Posts + Comments + Groups + 2*Memberships +
-// Folders + Files items.
+// Folders + Files items, plus a day item per post and day with comments.
 type Scale struct {
 	Users, Posts, Comments, Groups, Memberships, Folders, Files int
 }
@@ -91,6 +91,9 @@ func str(v types.AttributeValue) string {
 	return ""
 }
 
+// dayTTL is the ttl of rule post-daily-comments in rules/social.yaml.
+const dayTTL = 3650 * 24 * time.Hour
+
 func id(prefix string, i int) string { return fmt.Sprintf("%s%04d", prefix, i) }
 
 // Raw returns the sources only, as an application writes them before any rule was applied:
@@ -118,6 +121,8 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 	postCount := map[int]int{}
 	userComments := map[int]int{}
 	postComments := map[int]int{}
+	postDays := map[[2]string]int{} // post-daily-comments: POST#p, DAY#<UTC day>
+	var dayOrder [][2]string
 	groupMembers := map[int]int{}
 	for u := 0; u < sc.Users; u++ {
 		if !userGone(u) {
@@ -154,6 +159,11 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 			"gsi1pk": s("USER#" + id("u", u)), "gsi1sk": s("COMMENT#" + at), "text": s(fmt.Sprintf("comment %d", c))}
 		postComments[p]++
 		userComments[u]++
+		dk := [2]string{"POST#" + id("p", p), "DAY#" + at[:len("2006-01-02")]}
+		if postDays[dk] == 0 {
+			dayOrder = append(dayOrder, dk)
+		}
+		postDays[dk]++
 		if applied {
 			if userGone(u) {
 				it["userName"] = s("Former user") // keep: the last values stay
@@ -226,6 +236,17 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 				it["commentCount"] = n(postComments[p])
 				it["_dn_wm"] = n(100 + p)
 			}
+		}
+		// Day items exist for days with comments only (missingTarget: create); their ttl is
+		// the end of the day plus the rule's 3650d.
+		for i, dk := range dayOrder {
+			day, _ := time.Parse("2006-01-02", dk[1][len("DAY#"):])
+			it := Item{"pk": s(dk[0]), "sk": s(dk[1]), "commentCount": n(postDays[dk]),
+				"ttl": n(int(day.Add(24*time.Hour + dayTTL).Unix()))}
+			if i%2 == 0 {
+				it["_dn_wm"] = n(300 + i)
+			}
+			d.put(it)
 		}
 		for g := 0; g < sc.Groups; g++ {
 			if it := d.Get("GROUP#"+id("g", g), "METADATA"); it != nil && groupMembers[g] > 0 {
@@ -344,6 +365,14 @@ func (d *Data) Corrupt(rate float64) Corruption {
 	counter("folder-file-count", "FOLDER#", "METADATA", "fileCount")
 	counter("folder-size", "FOLDER#", "METADATA", "totalBytes")
 	counter("user-comment-count", "USER#", "PROFILE", "commentCount")
+	// A day item deleted: verify finds it missing (the rule creates its targets).
+	if days := d.keys("POST#", "DAY#"); len(days) > 0 {
+		k := days[d.rng.IntN(len(days))]
+		c.Deletes = append(c.Deletes, k)
+		d.del(k[0], k[1])
+		c.PerRule["post-daily-comments"]++
+	}
+	counter("post-daily-comments", "POST#", "DAY#", "commentCount")
 	// The last post has no comments: a count there is drift with a true value of 0.
 	change("post-comment-count", [2]string{"POST#" + id("p", d.posts-1), "METADATA"}, func(it Item) { it["commentCount"] = n(4) })
 	return c
