@@ -152,6 +152,13 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 				"_dnv_user-posts": n(1000 + p)})
 		}
 	}
+	// The global post count's one target (global-post-count), which the application puts:
+	// every post counts, drafts included.
+	stats := Item{"pk": s("STATS#global"), "sk": s("STATS")}
+	if applied && sc.Posts > 0 {
+		stats["postCount"] = n(sc.Posts)
+	}
+	d.put(stats)
 	for c := 0; c < sc.Comments; c++ {
 		p, u := rng.IntN(sc.Posts-1), rng.IntN(sc.Users) // the last post gets no comments
 		at := ts()
@@ -365,6 +372,7 @@ func (d *Data) Corrupt(rate float64) Corruption {
 	counter("folder-file-count", "FOLDER#", "METADATA", "fileCount")
 	counter("folder-size", "FOLDER#", "METADATA", "totalBytes")
 	counter("user-comment-count", "USER#", "PROFILE", "commentCount")
+	counter("global-post-count", "STATS#", "STATS", "postCount")
 	// A day item deleted: verify finds it missing (the rule creates its targets).
 	if days := d.keys("POST#", "DAY#"); len(days) > 0 {
 		k := days[d.rng.IntN(len(days))]
