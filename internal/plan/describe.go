@@ -96,6 +96,38 @@ func (p *RecordPlan) Describe(w io.Writer) {
 	for _, pl := range p.Pulls {
 		fmt.Fprintf(w, "  %s: pull into %s from %s: copy %s if they differ\n", pl.Rule.Name, pl.Target, pl.Source, strings.Join(pl.Rule.Copy.SetOrder, ", "))
 	}
+	for _, x := range p.Extremes {
+		describeExtreme(w, x)
+	}
+}
+
+// describeExtreme tells what a max or min effect costs: a raise is one conditional write; a
+// value that left costs one read, and one query only when it may have been the extreme.
+func describeExtreme(w io.Writer, x Extreme) {
+	r := x.Rule
+	attr := r.Agg.Attribute
+	than, cmp := "less", "greater"
+	if r.Kind == rules.KindMin {
+		than, cmp = "greater", "less"
+	}
+	q := r.Extreme
+	query := fmt.Sprintf("query %s where %s = %q", q.Way(), q.Index.PartitionKey, x.QueryPK)
+	if q.SKPrefix != "" {
+		query += fmt.Sprintf(" and begins_with(%s, %q)", q.SKAttr, q.SKPrefix)
+	}
+	recompute := fmt.Sprintf("recompute the %s of %s over the %ss it finds (%s, every page, projecting only what the rule reads) and write it on condition that %s is still as read (REMOVE when none is left)",
+		r.Kind, r.Agg.Value, r.Source.Name, query, attr)
+	if x.Raise != nil {
+		fmt.Fprintf(w, "  %s: SET %s = %s on %s if it is absent or %s (one conditional UpdateItem; idempotent, a refusal is normal)\n",
+			r.Name, attr, show(x.Raise), x.Target, than)
+	}
+	if x.Recheck != nil {
+		fmt.Fprintf(w, "  %s: %s left %s: read %s (one consistent GetItem); if it is not %s than %s, it may have been the %s: %s\n",
+			r.Name, show(x.Recheck), x.Target, attr, cmp, show(x.Recheck), r.Kind, recompute)
+	}
+	if x.Recompute {
+		fmt.Fprintf(w, "  %s: %s was inserted or lost %s (its sources may have come first): %s\n", r.Name, x.Target, attr, recompute)
+	}
 }
 
 func (k Key) String() string {

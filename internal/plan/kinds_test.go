@@ -11,23 +11,29 @@ import (
 	"github.com/denorm/denorm/internal/rules"
 )
 
-// Every rule kind goes through the planner: the social example holds one rule of each kind
-// (a kind added to rules.Kinds must be added there too), and an insert, a change of every
+// Every rule kind goes through the planner: the social example and the max/min example
+// (internal/rules/testdata/valid/extremes.yaml) hold at least one rule of each kind (a kind
+// added to rules.Kinds must be added to one of them), and an insert, a change of every
 // attribute and a removal of each rule's source plan without ErrUnknownKind.
 func TestEveryKindPlans(t *testing.T) {
-	set := socialSet(t)
 	seen := map[rules.Kind]bool{}
-	p := plan.New(set)
-	for _, e := range set.Entities {
-		for _, c := range set.RulesFrom(e) {
-			seen[c.Kind] = true
+	for _, set := range []*rules.Set{socialSet(t), extremeSet(t)} {
+		for _, e := range set.Entities {
+			for _, c := range set.RulesFrom(e) {
+				seen[c.Kind] = true
+			}
 		}
+		everyChangePlans(t, set)
 	}
 	for _, k := range rules.Kinds {
 		if !seen[k] {
-			t.Errorf("rules/social.yaml has no %s rule: add one, so the planner is tested with every kind", k)
+			t.Errorf("neither rules/social.yaml nor the extremes example has a %s rule: add one, so the planner is tested with every kind", k)
 		}
 	}
+}
+
+func everyChangePlans(t *testing.T, set *rules.Set) {
+	p := plan.New(set)
 	for _, e := range set.Entities {
 		item := record.Item{}
 		vars := map[string]string{}

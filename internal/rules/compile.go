@@ -77,6 +77,8 @@ type CompiledRule struct {
 	// TTL is Agg.TTL parsed: how long after its time bucket ends a target expires (0 for
 	// never). See Expiry.
 	TTL time.Duration
+	// Extreme, for max and min: the query that reads every source of a target.
+	Extreme ExtremeQuery
 }
 
 // Compile checks f and turns it into a Set. Any Problems come back as the error.
@@ -225,7 +227,7 @@ func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRul
 		m := fr.Mirror
 		r.Source, r.Target = byName[m.From], byName[m.To]
 		r.Watched = append(r.Watched, m.Attributes...)
-	case KindCount, KindSum:
+	case KindCount, KindSum, KindMax, KindMin:
 		a := fr.Agg
 		r.Source, r.Target = byName[a.Of], byName[a.Into]
 		r.Watched = append(r.Watched, a.WhereOrder...)
@@ -249,6 +251,15 @@ func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRul
 					}
 				}
 			}
+		}
+		if fr.Kind.Extreme() {
+			v := newValidator(f)
+			q, ok, why := v.extremeQuery(a, v.ents[a.Of], v.ents[a.Into])
+			if !ok {
+				return nil, fmt.Errorf("rule %q: no query finds the sources of a target: %s", fr.Name, strings.Join(why, "; "))
+			}
+			r.Extreme = q
+			break
 		}
 		r.Watermark = len(f.Table.LocalIndexes) > 0 && r.Source.PK.String() == r.Target.PK.String()
 		if !r.Watermark && a.ExactlyOnce != ExactlyOnceTransaction && RelayAllowed(f.Table) {

@@ -23,6 +23,7 @@ var (
 	mirrorFields      = []string{"from", "to", "attributes"}
 	countFields       = []string{"of", "into", "attribute", "where", "onExpiry", "missingTarget", "ttl", "exactlyOnce"}
 	sumFields         = []string{"of", "into", "value", "attribute", "where", "onExpiry", "missingTarget", "ttl", "exactlyOnce"}
+	extremeFields     = []string{"of", "into", "value", "attribute", "where"}
 )
 
 // decodeFile fills d.f from the root node.

@@ -1,0 +1,177 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// Extreme is what one record asks of a max or min rule's target.
+type Extreme struct {
+	Rule   *rules.CompiledRule
+	Target Key
+	// Raise is a source's value to write if it beats the stored one (nil: none): one
+	// conditional UpdateItem, idempotent, so redelivery needs no guard.
+	Raise types.AttributeValue
+	// Recheck is a value that left the target (its source deleted, lowered, moved away or
+	// out of the where): if the stored value is not better than it, it may have been the
+	// extreme, and the target is recomputed from its sources (nil: none).
+	Recheck types.AttributeValue
+	// Recompute asks for a recomputation whatever is stored: the target was inserted (its
+	// sources may have come first) or its attribute was removed.
+	Recompute bool
+	// QueryPK is the partition value of the query that reads the target's sources
+	// (Rule.Extreme), rendered from the record's item.
+	QueryPK string
+}
+
+// ExtremeValue returns the value item contributes to a max or min rule: its value attribute
+// when that is a number or a string, nil otherwise (the item is then left out, like an item
+// that links to no target).
+func ExtremeValue(r *rules.CompiledRule, item record.Item) types.AttributeValue {
+	switch v := item[r.Agg.Value].(type) {
+	case *types.AttributeValueMemberS:
+		return v
+	case *types.AttributeValueMemberN:
+		if _, err := ParseNumber(v.Value); err == nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// CompareValues orders the values of max and min rules: numbers by value, strings byte by
+// byte (as DynamoDB compares them), and every number before every string. Other types and
+// nil come first. It returns -1, 0 or +1.
+func CompareValues(a, b types.AttributeValue) int {
+	ra, rb := rank(a), rank(b)
+	if ra != rb {
+		if ra < rb {
+			return -1
+		}
+		return 1
+	}
+	switch x := a.(type) {
+	case *types.AttributeValueMemberN:
+		na, _ := ParseNumber(x.Value)
+		nb, _ := ParseNumber(b.(*types.AttributeValueMemberN).Value)
+		return na.rat().Cmp(nb.rat())
+	case *types.AttributeValueMemberS:
+		return strings.Compare(x.Value, b.(*types.AttributeValueMemberS).Value)
+	}
+	return 0
+}
+
+func rank(v types.AttributeValue) int {
+	switch v.(type) {
+	case *types.AttributeValueMemberN:
+		return 1
+	case *types.AttributeValueMemberS:
+		return 2
+	}
+	return 0
+}
+
+// Better reports whether a beats b under rule kind k (greater for max, less for min). A
+// value beats nil; equal values do not beat each other.
+func Better(k rules.Kind, a, b types.AttributeValue) bool {
+	if a == nil {
+		return false
+	}
+	if b == nil {
+		return true
+	}
+	c := CompareValues(a, b)
+	if k == rules.KindMin {
+		return c < 0
+	}
+	return c > 0
+}
+
+// extreme plans a max or min rule for an item that is (or was) its source.
+func (e *eval) extreme(r *rules.CompiledRule, wasSrc, isSrc bool) error {
+	a := r.Agg
+	var oldV, newV types.AttributeValue
+	if wasSrc && where(a, e.c.Old) {
+		oldV = ExtremeValue(r, e.c.Old)
+	}
+	if isSrc && where(a, e.c.New) {
+		newV = ExtremeValue(r, e.c.New)
+	}
+	var oldX, newX Extreme
+	var err error
+	if oldV != nil {
+		if oldX, err = e.extremeAt(r, true); err != nil {
+			if !e.unlinked(err) {
+				return err
+			}
+			oldV = nil // it counted nowhere
+		}
+	}
+	if newV != nil {
+		if newX, err = e.extremeAt(r, false); err != nil {
+			if !e.unlinked(err) {
+				return err
+			}
+			newV = nil // it counts nowhere now
+		}
+	}
+	same := oldV != nil && newV != nil && oldX.Target == newX.Target
+	if same && CompareValues(oldV, newV) == 0 {
+		return nil
+	}
+	if newV != nil {
+		newX.Raise = newV
+		if same && !Better(r.Kind, newV, oldV) {
+			newX.Recheck = oldV // lowered (max) or raised (min): it may have been the extreme
+		}
+		e.rp.Extremes = append(e.rp.Extremes, newX)
+	}
+	if oldV != nil && !same {
+		oldX.Recheck = oldV
+		e.rp.Extremes = append(e.rp.Extremes, oldX)
+	}
+	return nil
+}
+
+// extremeAt renders the target of rule r and its sources' query from the old or new image.
+func (e *eval) extremeAt(r *rules.CompiledRule, old bool) (Extreme, error) {
+	t, err := e.render(old, r.Target)
+	if err != nil {
+		return Extreme{}, err
+	}
+	b := e.newB
+	if old {
+		b = e.oldB
+	}
+	q, err := b.Render(r.Extreme.PK)
+	if err != nil {
+		return Extreme{}, err
+	}
+	return Extreme{Rule: r, Target: t, QueryPK: q}, nil
+}
+
+// extremeTarget plans a max or min rule for an item that is its target: one inserted (its
+// sources may have been written before it) or whose attribute was removed (an application's
+// PutItem that dropped it) is recomputed from its sources.
+func (e *eval) extremeTarget(r *rules.CompiledRule) error {
+	switch {
+	case e.c.Op == record.Insert:
+	case e.c.Op == record.Modify && e.oldE == r.Target && e.c.Old[r.Agg.Attribute] != nil && e.c.New[r.Agg.Attribute] == nil:
+	default:
+		return nil
+	}
+	q, err := e.newB.Render(r.Extreme.PK)
+	if err != nil {
+		if e.unlinked(err) {
+			return nil
+		}
+		return fmt.Errorf("rendering the query of %s's sources: %w", r.Target.Name, err)
+	}
+	e.rp.Extremes = append(e.rp.Extremes, Extreme{Rule: r, Target: e.key(e.newB, r.Target), Recompute: true, QueryPK: q})
+	return nil
+}
