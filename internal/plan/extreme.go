@@ -2,10 +2,12 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/denorm/denorm/internal/keys"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
 )
@@ -174,4 +176,54 @@ func (e *eval) extremeTarget(r *rules.CompiledRule) error {
 	}
 	e.rp.Extremes = append(e.rp.Extremes, Extreme{Rule: r, Target: e.key(e.newB, r.Target), Recompute: true, QueryPK: q})
 	return nil
+}
+
+// ExtremeSource returns the target and the value that item gives max or min rule r: false
+// when it is no source of r, fails the rule's where, has no number or string value, or
+// links to no target. The recompute and `denorm verify` read sources with it.
+func ExtremeSource(r *rules.CompiledRule, item record.Item) (Key, types.AttributeValue, bool) {
+	b, ok := r.Source.Match(item, nil)
+	if !ok || !where(r.Agg, item) {
+		return Key{}, nil, false
+	}
+	v := ExtremeValue(r, item)
+	if v == nil {
+		return Key{}, nil, false
+	}
+	k, err := renderKey(b, r.Target)
+	if err != nil {
+		return Key{}, nil, false
+	}
+	return k, v, true
+}
+
+// ExtremeProjection is what a recompute reads of each source: the attributes that
+// recognise it and render its target, its value and its where attributes.
+func ExtremeProjection(r *rules.CompiledRule) []string {
+	var out []string
+	add := func(a string) {
+		if a != "" && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	for _, k := range r.Source.Keys {
+		add(k.Attr)
+	}
+	add(r.Source.TypeAttr)
+	add(r.Agg.Value)
+	for _, w := range r.Agg.WhereOrder {
+		add(w)
+	}
+	// Target variables a source holds as plain attributes (Post.userId -> USER#{userId}).
+	for _, t := range []*keys.Template{r.Target.PK, r.Target.SK} {
+		if t == nil {
+			continue
+		}
+		for _, v := range t.Vars() {
+			if slices.Contains(r.Source.Attributes, v) {
+				add(v)
+			}
+		}
+	}
+	return out
 }

@@ -20,6 +20,8 @@ type ExtremeQuery struct {
 	PK       *keys.Template // the source's template on Index's partition key
 	SKAttr   string
 	SKPrefix string
+	// Global is true for a global secondary index, which cannot be read consistently.
+	Global bool
 }
 
 // Way names the query for messages: "table" or the index name.
@@ -68,7 +70,7 @@ func (v *validator) extremeQuery(a *Aggregate, of, into *entityInfo) (ExtremeQue
 			why = append(why, fmt.Sprintf("%s: %s's %s %q needs %s, which %s's keys do not hold", name, of.e.Name, idx.PartitionKey, t.String(), setList(m), into.e.Name))
 			continue
 		}
-		q := ExtremeQuery{Index: idx, PK: t}
+		q := ExtremeQuery{Index: idx, PK: t, Global: !local}
 		if st := of.tmpl[idx.SortKey]; idx.SortKey != "" && st != nil && st.Prefix() != "" {
 			q.SKAttr, q.SKPrefix = idx.SortKey, st.Prefix()
 		}
@@ -78,6 +80,11 @@ func (v *validator) extremeQuery(a *Aggregate, of, into *entityInfo) (ExtremeQue
 		}
 		need := append(append([]string{a.Value}, a.WhereOrder...), keyOrder(of.e)...)
 		need = append(need, of.e.TypeAttribute)
+		for _, at := range of.e.Attributes {
+			if targetVars[at] { // a target variable the source holds as an attribute
+				need = append(need, at)
+			}
+		}
 		var lack []string
 		for _, at := range need {
 			if at != "" && !idx.Projects(at, spec) && !slices.Contains(lack, at) {
