@@ -174,13 +174,15 @@ type expectJSON struct {
 	Copies  map[string][]copyJSON   `json:"copies,omitempty"`
 	Mirrors map[string][]mirrorJSON `json:"mirrors,omitempty"`
 	Totals  map[string][]totalJSON  `json:"totals,omitempty"`
+	// Extremes hold each max or min as {"v": value}.
+	Extremes map[string][]copyJSON `json:"extremes,omitempty"`
 }
 
 func kj(k plan.Key) keyJSON     { return keyJSON{k.PK, k.SK} }
 func (k keyJSON) key() plan.Key { return plan.Key{PK: k[0], SK: k[1]} }
 
 func encodeExpected(ev *Evaluator, e *Expected) *expectJSON {
-	out := &expectJSON{Copies: map[string][]copyJSON{}, Mirrors: map[string][]mirrorJSON{}, Totals: map[string][]totalJSON{}}
+	out := &expectJSON{Copies: map[string][]copyJSON{}, Mirrors: map[string][]mirrorJSON{}, Totals: map[string][]totalJSON{}, Extremes: map[string][]copyJSON{}}
 	for i, rs := range ev.rules {
 		name := rs.r.Name
 		for k, v := range e.Copies[i] {
@@ -191,6 +193,9 @@ func encodeExpected(ev *Evaluator, e *Expected) *expectJSON {
 		}
 		for k, n := range e.Totals[i] {
 			out.Totals[name] = append(out.Totals[name], totalJSON{Key: kj(k), Total: n.String()})
+		}
+		for k, v := range e.Extremes[i] {
+			out.Extremes[name] = append(out.Extremes[name], copyJSON{Key: kj(k), Values: itemJSON(record.Item{"v": v})})
 		}
 	}
 	return out
@@ -240,6 +245,17 @@ func decodeExpected(ev *Evaluator, j *expectJSON) (*Expected, error) {
 				return nil, fmt.Errorf("total of %q: %w", name, err)
 			}
 			addTotal(e.Totals[i], t.Key.key(), n)
+		}
+	}
+	for name, list := range j.Extremes {
+		i, err := ev.index(name)
+		if err != nil || e.Extremes[i] == nil {
+			return nil, fmt.Errorf("extremes of %q: not a max or min rule", name)
+		}
+		for _, x := range list {
+			if v := record.Item(x.Values)["v"]; v != nil {
+				keepBetter(e.Extremes[i], e.kinds[i], x.Key.key(), v)
+			}
 		}
 	}
 	return e, nil

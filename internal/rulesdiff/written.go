@@ -22,6 +22,8 @@ func RuleWrites(r *rules.CompiledRule) []string {
 		return append(append([]string(nil), r.Mirror.Attributes...), r.VersionAttr)
 	case rules.KindCount, rules.KindSum:
 		return append([]string{r.Agg.Attribute}, counterBookkeeping...)
+	case rules.KindMax, rules.KindMin:
+		return []string{r.Agg.Attribute} // no bookkeeping: raises and recomputes need none
 	default:
 		panic("rulesdiff: rule " + r.Name + " has unknown kind " + string(r.Kind))
 	}
