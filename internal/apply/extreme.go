@@ -42,6 +42,9 @@ func (r *run) extreme(g *plan.ExtremeGroup) error {
 		if err != nil || !exists {
 			return err // a missing target is recomputed when it is inserted
 		}
+		if stored != nil && !plan.Comparable(stored) {
+			g.Recompute = true // not a number or string (an application wrote it): replace it
+		}
 		if !g.Recompute && (stored == nil || plan.Better(g.Rule.Kind, stored, g.Recheck)) {
 			// The value that left was not the extreme (nothing is stored, or something
 			// better is): the read was the whole cost.

@@ -19,10 +19,11 @@ import (
 
 // extremeRules keep the latest visible comment time and the most likes of a post (the
 // comments are in the post's partition), and the cheapest and highest offer of a product
-// (offers live in their seller's partition and reach the product through gsi1).
+// (offers live in their seller's partition and reach the product through gsi1). The post
+// also counts its comments: the extremes' writes must not disturb the counter's guards.
 const extremeRules = `version: 1
 entities:
-  Post:    {pk: "POST#{postId}", sk: METADATA, attributes: [lastCommentAt, topLikes]}
+  Post:    {pk: "POST#{postId}", sk: METADATA, attributes: [lastCommentAt, topLikes, commentCount]}
   Comment: {pk: "POST#{postId}", sk: "COMMENT#{commentId}", attributes: [createdAt, status, likes]}
   Product: {pk: "PRODUCT#{productId}", sk: PRODUCT, attributes: [cheapest, highest]}
   Offer:   {pk: "SELLER#{sellerId}", sk: "OFFER#{offerId}", gsi1pk: "PRODUCT#{productId}", gsi1sk: "OFFER#{offerId}", attributes: [price]}
@@ -31,6 +32,8 @@ rules:
     max: {of: Comment, into: Post, value: createdAt, attribute: lastCommentAt, where: {status: visible}}
   - name: post-top-likes
     max: {of: Comment, into: Post, value: likes, attribute: topLikes}
+  - name: post-comment-count
+    count: {of: Comment, into: Post, attribute: commentCount}
   - name: product-cheapest
     min: {of: Offer, into: Product, value: price, attribute: cheapest}
   - name: product-highest

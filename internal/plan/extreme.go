@@ -68,6 +68,9 @@ func CompareValues(a, b types.AttributeValue) int {
 	return 0
 }
 
+// Comparable reports whether v is a value max and min compare: a number or a string.
+func Comparable(v types.AttributeValue) bool { return rank(v) > 0 }
+
 func rank(v types.AttributeValue) int {
 	switch v.(type) {
 	case *types.AttributeValueMemberN:

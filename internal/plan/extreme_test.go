@@ -188,6 +188,9 @@ func TestCompareValues(t *testing.T) {
 			t.Errorf("CompareValues(%s, %s) = %d, want %d", value(tc.a), value(tc.b), got, tc.want)
 		}
 	}
+	if !plan.Comparable(n("1")) || !plan.Comparable(s("")) || plan.Comparable(&types.AttributeValueMemberBOOL{}) || plan.Comparable(nil) {
+		t.Error("Comparable")
+	}
 	if !plan.Better(rules.KindMin, n("1"), nil) || plan.Better(rules.KindMax, n("1"), n("1")) || !plan.Better(rules.KindMin, n("1"), n("2")) {
 		t.Error("Better")
 	}
