@@ -131,7 +131,14 @@ func (rc ruleCheck) checkExtreme(a *Aggregate, of, into *entityInfo) {
 	}
 	if _, ok, why := rc.v.extremeQuery(a, of, into); !ok {
 		pkT := into.tmpl[spec.PartitionKey].String()
-		rc.add(rc.pos(k+".of", k), "%s cannot be recomputed when the %s holding it is deleted or lowered: no one query finds every %s of a %s (%s); put the %s items in the %s's partition (pk %q and an sk with a literal prefix, e.g. %q), or add a global index whose partition key %s renders from %s's keys (e.g. a GSI on gsi1pk with %s: gsi1pk: %q)",
-			k, of.e.Name, of.e.Name, into.e.Name, strings.Join(why, "; "), of.e.Name, into.e.Name, pkT, strings.ToUpper(of.e.Name)+"#{...}", of.e.Name, into.e.Name, of.e.Name, pkT)
+		project := ""
+		for _, w := range why {
+			if name, lack, ok := strings.Cut(w, ": does not project "); ok {
+				project = fmt.Sprintf(", or project %s in %s (projection ALL, or INCLUDE them)", lack, name)
+				break
+			}
+		}
+		rc.add(rc.pos(k+".of", k), "%s cannot be recomputed when the %s holding it is deleted or lowered: no one query finds every %s of a %s (%s); put the %s items in the %s's partition (pk %q and an sk with a literal prefix, e.g. %q), or add a global index whose partition key %s renders from %s's keys (e.g. a GSI on gsi1pk with %s: gsi1pk: %q)%s",
+			k, of.e.Name, of.e.Name, into.e.Name, strings.Join(why, "; "), of.e.Name, into.e.Name, pkT, strings.ToUpper(of.e.Name)+"#{...}", of.e.Name, into.e.Name, of.e.Name, pkT, project)
 	}
 }
