@@ -29,6 +29,9 @@ var ErrExtremeConflict = errors.New("the target kept changing while its extreme 
 // idempotent against the table's current state, so a redelivered or crashed group is
 // simply applied again.
 func (r *run) extreme(g *plan.ExtremeGroup) error {
+	if g.Rule.Kind == rules.KindLatest {
+		return r.latest(g)
+	}
 	if g.Raise != nil {
 		if err := r.raise(g); err != nil {
 			return err
@@ -165,6 +168,18 @@ type Querier interface {
 // wraps each call (retries). Shared by the stream processor and `denorm verify --repair`.
 func RecomputeExtreme(ctx context.Context, api Querier, table string, r *rules.CompiledRule, target plan.Key, pkValue string,
 	seen func(*dynamodb.QueryOutput, error) error, do func(string, func(context.Context) error) error) (types.AttributeValue, error) {
+	best, err := RecomputeBest(ctx, api, table, r, target, pkValue, seen, do)
+	if err != nil || best == nil {
+		return nil, err
+	}
+	return plan.ExtremeValue(r, best), nil
+}
+
+// RecomputeBest queries rule r's sources of target and returns the one holding the
+// extreme (for latest: the greatest by its by attribute, then by key), as projected; nil
+// for none.
+func RecomputeBest(ctx context.Context, api Querier, table string, r *rules.CompiledRule, target plan.Key, pkValue string,
+	seen func(*dynamodb.QueryOutput, error) error, do func(string, func(context.Context) error) error) (map[string]types.AttributeValue, error) {
 	q := r.Extreme
 	kc := expression.Key(q.Index.PartitionKey).Equal(exprval.Str(pkValue))
 	if q.SKPrefix != "" {
@@ -189,7 +204,9 @@ func RecomputeExtreme(ctx context.Context, api Querier, table string, r *rules.C
 	}
 	// A global index cannot be read consistently; the table and its local indexes can.
 	in.ConsistentRead = aws.Bool(!q.Global)
-	var best types.AttributeValue
+	var best map[string]types.AttributeValue
+	var bestV types.AttributeValue
+	bestK := ""
 	for {
 		var out *dynamodb.QueryOutput
 		err := do("querying the sources of "+target.PK+" "+target.SK, func(ctx context.Context) error {
@@ -201,8 +218,16 @@ func RecomputeExtreme(ctx context.Context, api Querier, table string, r *rules.C
 			return nil, err
 		}
 		for _, it := range out.Items {
-			if t, v, ok := plan.ExtremeSource(r, it); ok && t == target && plan.Better(r.Kind, v, best) {
-				best = v
+			t, v, ok := plan.ExtremeSource(r, it)
+			if !ok || t != target {
+				continue
+			}
+			if r.Kind == rules.KindLatest {
+				if k := plan.LatestKey(r, it); plan.LatestBetter(v, k, bestV, bestK) {
+					best, bestV, bestK = it, v, k
+				}
+			} else if plan.Better(r.Kind, v, bestV) {
+				best, bestV = it, v
 			}
 		}
 		if len(out.LastEvaluatedKey) == 0 {

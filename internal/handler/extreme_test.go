@@ -25,8 +25,8 @@ const extremeRules = `version: 1
 entities:
   Post:    {pk: "POST#{postId}", sk: METADATA, attributes: [lastCommentAt, topLikes, commentCount]}
   Comment: {pk: "POST#{postId}", sk: "COMMENT#{commentId}", attributes: [createdAt, status, likes]}
-  Product: {pk: "PRODUCT#{productId}", sk: PRODUCT, attributes: [cheapest, highest]}
-  Offer:   {pk: "SELLER#{sellerId}", sk: "OFFER#{offerId}", gsi1pk: "PRODUCT#{productId}", gsi1sk: "OFFER#{offerId}", attributes: [price]}
+  Product: {pk: "PRODUCT#{productId}", sk: PRODUCT, attributes: [cheapest, highest, latestPrice]}
+  Offer:   {pk: "SELLER#{sellerId}", sk: "OFFER#{offerId}", gsi1pk: "PRODUCT#{productId}", gsi1sk: "OFFER#{offerId}", attributes: [price, listedAt]}
 rules:
   - name: post-last-comment
     max: {of: Comment, into: Post, value: createdAt, attribute: lastCommentAt, where: {status: visible}}
@@ -38,6 +38,8 @@ rules:
     min: {of: Offer, into: Product, value: price, attribute: cheapest}
   - name: product-highest
     max: {of: Offer, into: Product, value: price, attribute: highest}
+  - name: product-latest-price
+    latest: {of: Offer, into: Product, by: listedAt, set: {latestPrice: price}}
 `
 
 func newExtremeEnv(t *testing.T) *env {
@@ -50,8 +52,11 @@ func (e *env) visible(post, id, at string, likes int) {
 	e.put(map[string]string{"pk": "POST#" + post, "sk": "COMMENT#" + id, "createdAt": at, "status": "visible", "likes": strconv.Itoa(likes)})
 }
 
+// offer puts an offer listed on a day that follows from its price: offers of one price
+// tie, which latest breaks by the offer's key.
 func (e *env) offer(seller, id, product string, price int) {
-	e.put(map[string]string{"pk": "SELLER#" + seller, "sk": "OFFER#" + id, "gsi1pk": "PRODUCT#" + product, "gsi1sk": "OFFER#" + id, "price": strconv.Itoa(price)})
+	e.put(map[string]string{"pk": "SELLER#" + seller, "sk": "OFFER#" + id, "gsi1pk": "PRODUCT#" + product, "gsi1sk": "OFFER#" + id,
+		"price": strconv.Itoa(price), "listedAt": fmt.Sprintf("2026-01-%02dT00:00:00Z", price%28+1)})
 }
 
 // checkExtremes compares every target's extremes with the extremes of its sources in a
@@ -60,6 +65,11 @@ func (e *env) checkExtremes() {
 	e.t.Helper()
 	items := e.scan()
 	want := map[string]types.AttributeValue{} // target pk + "/" + attribute -> value
+	type latestSrc struct {
+		at, key string
+		price   types.AttributeValue
+	}
+	latestOf := map[string]latestSrc{}
 	better := func(k string, max bool, v types.AttributeValue) {
 		c := 0
 		if cur, ok := want[k]; ok {
@@ -89,6 +99,17 @@ func (e *env) checkExtremes() {
 				better(s(it["gsi1pk"])+"/cheapest", false, it["price"])
 				better(s(it["gsi1pk"])+"/highest", true, it["price"])
 			}
+			if at := s(it["listedAt"]); at != "" {
+				k, cur := s(it["gsi1pk"]), latestOf[s(it["gsi1pk"])]
+				if key := pk + "\x00" + sk; at > cur.at || (at == cur.at && key > cur.key) {
+					latestOf[k] = latestSrc{at, key, it["price"]}
+				}
+			}
+		}
+	}
+	for k, l := range latestOf {
+		if l.price != nil {
+			want[k+"/latestPrice"] = l.price
 		}
 	}
 	bad := 0
@@ -99,7 +120,7 @@ func (e *env) checkExtremes() {
 		case "METADATA":
 			attrs = []string{"lastCommentAt", "topLikes"}
 		case "PRODUCT":
-			attrs = []string{"cheapest", "highest"}
+			attrs = []string{"cheapest", "highest", "latestPrice"}
 		}
 		for _, a := range attrs {
 			got, exp := it[a], want[pk+"/"+a]
@@ -181,6 +202,9 @@ func TestExtremesFollowSources(t *testing.T) {
 	e.checkExtremes()
 	if got := s(e.get("POST#p1", "METADATA")["lastCommentAt"]); got != "2026-01-03T10:00:00Z" {
 		t.Fatalf("lastCommentAt %q", got)
+	}
+	if got := e.get("PRODUCT#x", "PRODUCT")["latestPrice"]; n(got) != 20 { // o3, listed on the 21st
+		t.Fatalf("latestPrice %s, want 20", show(got))
 	}
 
 	// The latest comment (also the most liked) deleted: one read and one query per rule.

@@ -138,6 +138,26 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 			if !sameExtreme(got, want) {
 				out.Drifts = append(out.Drifts, Drift{Rule: i, Kind: Differs, Key: key, Got: item, Attrs: []AttrDiff{{Name: attr, Got: got, Want: want}}})
 			}
+		case rules.KindLatest:
+			seen[i][key] = true
+			want, ok := exp.Latest[i][key]
+			var attrs []AttrDiff
+			for _, t := range r.Agg.SetOrder {
+				var w types.AttributeValue
+				if ok {
+					for _, a := range want.Set {
+						if a.Name == t {
+							w = a.Value
+						}
+					}
+				}
+				if g := item[t]; (g == nil) != (w == nil) || (g != nil && !plan.Equal(g, w)) {
+					attrs = append(attrs, AttrDiff{Name: t, Got: g, Want: w})
+				}
+			}
+			if len(attrs) > 0 {
+				out.Drifts = append(out.Drifts, Drift{Rule: i, Kind: Differs, Key: key, Got: item, Attrs: attrs})
+			}
 		default:
 			out.Problems = append(out.Problems, Problem{Rule: i, Key: key, Msg: fmt.Sprintf("%v %q", ErrUnhandledKind, r.Kind)})
 		}
@@ -183,7 +203,7 @@ func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen) ([]Drift, Mi
 				out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Total: total,
 					Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: numberAV(total)}}})
 			}
-		case rules.KindMax, rules.KindMin:
+		case rules.KindMax, rules.KindMin, rules.KindLatest:
 			// A missing target is never created: its INSERT recomputes it from its sources.
 		}
 	}

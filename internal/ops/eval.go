@@ -49,7 +49,7 @@ func NewEvaluator(f *rules.File, only string) (*Evaluator, error) {
 // is missing here is refused by NewEvaluatorFor (TestOpsHandleEveryKind fails), instead of
 // being checked and repaired as some other kind.
 var handled = map[rules.Kind]bool{rules.KindCopy: true, rules.KindMirror: true, rules.KindCount: true, rules.KindSum: true,
-	rules.KindMax: true, rules.KindMin: true}
+	rules.KindMax: true, rules.KindMin: true, rules.KindLatest: true}
 
 // ErrUnhandledKind is returned (wrapped) for a rule of a kind the ops tools do not handle.
 var ErrUnhandledKind = errors.New("verify and backfill do not handle rule kind")
@@ -155,6 +155,8 @@ func feeds(a, b *rules.CompiledRule) bool {
 		written = a.Copy.SetOrder
 	case rules.KindCount, rules.KindSum, rules.KindMax, rules.KindMin:
 		written = []string{a.Agg.Attribute}
+	case rules.KindLatest:
+		written = a.Agg.SetOrder
 	}
 	for _, w := range written {
 		for _, x := range b.Watched {

@@ -45,6 +45,17 @@ type ExtremeGroup struct {
 // (if it was not the extreme, no worse one was).
 func (g *ExtremeGroup) merge(x Extreme) {
 	k := x.Rule.Kind
+	if k == rules.KindLatest {
+		// A later record of the same source (same value and key) brings newer attributes.
+		if x.Raise != nil && (LatestBetter(x.Raise, x.Key, g.Raise, g.Key) || (CompareValues(x.Raise, g.Raise) == 0 && x.Key == g.Key)) {
+			g.Raise, g.Key, g.Set, g.Remove = x.Raise, x.Key, x.Set, x.Remove
+		}
+		if LatestBetter(x.Recheck, x.RecheckKey, g.Recheck, g.RecheckKey) {
+			g.Recheck, g.RecheckKey = x.Recheck, x.RecheckKey
+		}
+		g.Recompute = g.Recompute || x.Recompute
+		return
+	}
 	if Better(k, x.Raise, g.Raise) {
 		g.Raise = x.Raise
 	}

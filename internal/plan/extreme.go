@@ -29,13 +29,73 @@ type Extreme struct {
 	// QueryPK is the partition value of the query that reads the target's sources
 	// (Rule.Extreme), rendered from the record's item.
 	QueryPK string
+	// For latest: Key is the raising source's key (LatestKey), which breaks ties of Raise;
+	// Set and Remove are what it copies; RecheckKey is the key of the source whose value
+	// left.
+	Key        string
+	Set        []AttrValue
+	Remove     []string
+	RecheckKey string
+}
+
+// sortAttr is the attribute a max or min compares, or the one latest orders by.
+func sortAttr(r *rules.CompiledRule) string {
+	if r.Kind == rules.KindLatest {
+		return r.Agg.By
+	}
+	return r.Agg.Value
+}
+
+// LatestKey is the tie-break of latest: the source's primary key, pk and sk joined by a
+// NUL, which sorts before every other character, so the pair compares as (pk, sk).
+func LatestKey(r *rules.CompiledRule, item record.Item) string {
+	k := ""
+	if v, ok := item[r.Source.Keys[0].Attr].(*types.AttributeValueMemberS); ok {
+		k = v.Value
+	}
+	if r.Source.SK != nil {
+		if v, ok := item[r.Source.Keys[1].Attr].(*types.AttributeValueMemberS); ok {
+			k += "\x00" + v.Value
+		}
+	}
+	return k
+}
+
+// LatestValues is what latest rule r copies from source item: the set attributes it has,
+// and the ones it lacks (to remove from the target).
+func LatestValues(r *rules.CompiledRule, item record.Item) ([]AttrValue, []string) {
+	var set []AttrValue
+	var remove []string
+	for _, t := range r.Agg.SetOrder {
+		if v, ok := item[r.Agg.Set[t]]; ok {
+			set = append(set, AttrValue{Name: t, Value: v})
+		} else {
+			remove = append(remove, t)
+		}
+	}
+	return set, remove
+}
+
+// LatestBetter reports whether (a, ak) comes after (b, bk): by value, then by key. nil
+// values come first.
+func LatestBetter(a types.AttributeValue, ak string, b types.AttributeValue, bk string) bool {
+	if a == nil {
+		return false
+	}
+	if b == nil {
+		return true
+	}
+	if c := CompareValues(a, b); c != 0 {
+		return c > 0
+	}
+	return ak > bk
 }
 
 // ExtremeValue returns the value item contributes to a max or min rule: its value attribute
 // when that is a number or a string, nil otherwise (the item is then left out, like an item
 // that links to no target).
 func ExtremeValue(r *rules.CompiledRule, item record.Item) types.AttributeValue {
-	switch v := item[r.Agg.Value].(type) {
+	switch v := item[sortAttr(r)].(type) {
 	case *types.AttributeValueMemberS:
 		return v
 	case *types.AttributeValueMemberN:
@@ -94,7 +154,7 @@ func Better(k rules.Kind, a, b types.AttributeValue) bool {
 	if k == rules.KindMin {
 		return c < 0
 	}
-	return c > 0
+	return c > 0 // max; latest orders like max (its ties are broken by LatestBetter)
 }
 
 // extreme plans a max or min rule for an item that is (or was) its source.
@@ -126,21 +186,41 @@ func (e *eval) extreme(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 		}
 	}
 	same := oldV != nil && newV != nil && oldX.Target == newX.Target
-	if same && CompareValues(oldV, newV) == 0 {
+	latest := r.Kind == rules.KindLatest
+	if same && CompareValues(oldV, newV) == 0 && (!latest || !e.changed(setSources(r))) {
 		return nil
 	}
 	if newV != nil {
 		newX.Raise = newV
-		if same && !Better(r.Kind, newV, oldV) {
+		if latest {
+			newX.Key = LatestKey(r, e.c.New)
+			newX.Set, newX.Remove = LatestValues(r, e.c.New)
+		}
+		if same && CompareValues(newV, oldV) != 0 && !Better(r.Kind, newV, oldV) {
 			newX.Recheck = oldV // lowered (max) or raised (min): it may have been the extreme
+			if latest {
+				newX.RecheckKey = LatestKey(r, e.c.Old)
+			}
 		}
 		e.rp.Extremes = append(e.rp.Extremes, newX)
 	}
 	if oldV != nil && !same {
 		oldX.Recheck = oldV
+		if latest {
+			oldX.RecheckKey = LatestKey(r, e.c.Old)
+		}
 		e.rp.Extremes = append(e.rp.Extremes, oldX)
 	}
 	return nil
+}
+
+// setSources are the source attributes latest rule r copies.
+func setSources(r *rules.CompiledRule) []string {
+	out := make([]string, 0, len(r.Agg.SetOrder))
+	for _, t := range r.Agg.SetOrder {
+		out = append(out, r.Agg.Set[t])
+	}
+	return out
 }
 
 // extremeAt renders the target of rule r and its sources' query from the old or new image.
@@ -166,7 +246,7 @@ func (e *eval) extremeAt(r *rules.CompiledRule, old bool) (Extreme, error) {
 func (e *eval) extremeTarget(r *rules.CompiledRule) error {
 	switch {
 	case e.c.Op == record.Insert:
-	case e.c.Op == record.Modify && e.oldE == r.Target && e.c.Old[r.Agg.Attribute] != nil && e.c.New[r.Agg.Attribute] == nil:
+	case e.c.Op == record.Modify && e.oldE == r.Target && e.c.Old[heldAttr(r)] != nil && e.c.New[heldAttr(r)] == nil:
 	default:
 		return nil
 	}
@@ -179,6 +259,14 @@ func (e *eval) extremeTarget(r *rules.CompiledRule) error {
 	}
 	e.rp.Extremes = append(e.rp.Extremes, Extreme{Rule: r, Target: e.key(e.newB, r.Target), Recompute: true, QueryPK: q})
 	return nil
+}
+
+// heldAttr is the target attribute whose loss makes a max, min or latest recompute.
+func heldAttr(r *rules.CompiledRule) string {
+	if r.Kind == rules.KindLatest {
+		return r.LatestBy
+	}
+	return r.Agg.Attribute
 }
 
 // ExtremeSource returns the target and the value that item gives max or min rule r: false
@@ -213,7 +301,10 @@ func ExtremeProjection(r *rules.CompiledRule) []string {
 		add(k.Attr)
 	}
 	add(r.Source.TypeAttr)
-	add(r.Agg.Value)
+	add(sortAttr(r))
+	for _, t := range r.Agg.SetOrder {
+		add(r.Agg.Set[t])
+	}
 	for _, w := range r.Agg.WhereOrder {
 		add(w)
 	}

@@ -44,6 +44,12 @@ func offer(id, prod string, price types.AttributeValue) record.Item {
 	return it
 }
 
+// listed gives an offer the time it was listed (what latest orders by).
+func listed(it record.Item, at string) record.Item {
+	it["listedAt"] = s(at)
+	return it
+}
+
 func change(op record.Op, old, new record.Item) record.Change {
 	k := old
 	if k == nil {
@@ -87,7 +93,15 @@ func TestExtremePlans(t *testing.T) {
 		{"offer price becomes a list", change(record.Modify, offer("o1", "x", n("9.5")), offer("o1", "x", &types.AttributeValueMemberL{})),
 			"product-cheapest PRODUCT#x/PRODUCT recheck=9.5 query=PRODUCT#x\nproduct-highest PRODUCT#x/PRODUCT recheck=9.5 query=PRODUCT#x"},
 		{"product inserted", change(record.Insert, nil, record.Item{"pk": s("PRODUCT#x"), "sk": s("PRODUCT")}),
-			"product-cheapest PRODUCT#x/PRODUCT recompute query=PRODUCT#x\nproduct-highest PRODUCT#x/PRODUCT recompute query=PRODUCT#x"},
+			"product-cheapest PRODUCT#x/PRODUCT recompute query=PRODUCT#x\nproduct-highest PRODUCT#x/PRODUCT recompute query=PRODUCT#x\nproduct-latest-offer PRODUCT#x/PRODUCT recompute query=PRODUCT#x"},
+		{"listed offer inserted", change(record.Insert, nil, listed(offer("o1", "x", n("9")), "2026-02-01")),
+			"product-cheapest PRODUCT#x/PRODUCT raise=9 query=PRODUCT#x\nproduct-highest PRODUCT#x/PRODUCT raise=9 query=PRODUCT#x\nproduct-latest-offer PRODUCT#x/PRODUCT raise=2026-02-01 key=SELLER#s1|OFFER#o1 set=latestPrice,latestOfferActive query=PRODUCT#x"},
+		{"latest offer repriced", change(record.Modify, listed(offer("o1", "x", n("9")), "2026-02-01"), listed(offer("o1", "x", n("8")), "2026-02-01")),
+			"product-cheapest PRODUCT#x/PRODUCT raise=8 query=PRODUCT#x\nproduct-highest PRODUCT#x/PRODUCT raise=8 recheck=9 query=PRODUCT#x\nproduct-latest-offer PRODUCT#x/PRODUCT raise=2026-02-01 key=SELLER#s1|OFFER#o1 set=latestPrice,latestOfferActive query=PRODUCT#x"},
+		{"latest offer relisted earlier", change(record.Modify, listed(offer("o1", "x", n("9")), "2026-02-01"), listed(offer("o1", "x", n("9")), "2026-01-01")),
+			"product-latest-offer PRODUCT#x/PRODUCT raise=2026-01-01 key=SELLER#s1|OFFER#o1 set=latestPrice,latestOfferActive recheck=2026-02-01 of SELLER#s1|OFFER#o1 query=PRODUCT#x"},
+		{"listed offer deleted", change(record.Remove, listed(offer("o1", "x", n("9")), "2026-02-01"), nil),
+			"product-cheapest PRODUCT#x/PRODUCT recheck=9 query=PRODUCT#x\nproduct-highest PRODUCT#x/PRODUCT recheck=9 query=PRODUCT#x\nproduct-latest-offer PRODUCT#x/PRODUCT recheck=2026-02-01 of SELLER#s1|OFFER#o1 query=PRODUCT#x"},
 		{"product lost its cheapest price", change(record.Modify, record.Item{"pk": s("PRODUCT#x"), "sk": s("PRODUCT"), "cheapestPrice": n("3")}, record.Item{"pk": s("PRODUCT#x"), "sk": s("PRODUCT")}),
 			"product-cheapest PRODUCT#x/PRODUCT recompute query=PRODUCT#x"},
 		{"product written by Denorm", change(record.Modify, record.Item{"pk": s("PRODUCT#x"), "sk": s("PRODUCT")}, record.Item{"pk": s("PRODUCT#x"), "sk": s("PRODUCT"), "cheapestPrice": n("3")}), ""},
@@ -104,8 +118,18 @@ func TestExtremePlans(t *testing.T) {
 			if x.Raise != nil {
 				line += " raise=" + value(x.Raise)
 			}
+			if x.Key != "" {
+				names := []string{}
+				for _, a := range x.Set {
+					names = append(names, a.Name)
+				}
+				line += " key=" + strings.ReplaceAll(x.Key, "\x00", "|") + " set=" + strings.Join(names, ",")
+			}
 			if x.Recheck != nil {
 				line += " recheck=" + value(x.Recheck)
+			}
+			if x.RecheckKey != "" {
+				line += " of " + strings.ReplaceAll(x.RecheckKey, "\x00", "|")
 			}
 			if x.Recompute {
 				line += " recompute"

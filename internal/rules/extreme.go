@@ -78,7 +78,10 @@ func (v *validator) extremeQuery(a *Aggregate, of, into *entityInfo) (ExtremeQue
 			why = append(why, fmt.Sprintf("%s: %s's %s has no literal prefix that tells it from the rest of the partition", name, of.e.Name, orKey(idx.SortKey)))
 			continue
 		}
-		need := append(append([]string{a.Value}, a.WhereOrder...), keyOrder(of.e)...)
+		need := append(append([]string{a.Value, a.By}, a.WhereOrder...), keyOrder(of.e)...)
+		for _, t := range a.SetOrder {
+			need = append(need, a.Set[t])
+		}
 		need = append(need, of.e.TypeAttribute)
 		for _, at := range of.e.Attributes {
 			if targetVars[at] { // a target variable the source holds as an attribute
@@ -121,7 +124,11 @@ func verbatimTemplate(t *keys.Template) bool {
 // the target, and one query that finds a target's sources.
 func (rc ruleCheck) checkExtreme(a *Aggregate, of, into *entityInfo) {
 	k := string(rc.r.Kind)
-	if of == nil || into == nil || of.broken() || into.broken() || a.Value == "" || !of.has[a.Value] {
+	sortAttr := a.Value
+	if rc.r.Kind == KindLatest {
+		sortAttr = a.By
+	}
+	if of == nil || into == nil || of.broken() || into.broken() || sortAttr == "" || !of.has[sortAttr] {
 		return
 	}
 	spec := rc.v.f.Table
@@ -140,5 +147,29 @@ func (rc ruleCheck) checkExtreme(a *Aggregate, of, into *entityInfo) {
 		}
 		rc.add(rc.pos(k+".of", k), "%s cannot be recomputed when the %s holding it is deleted or lowered: no one query finds every %s of a %s (%s); put the %s items in the %s's partition (pk %q and an sk with a literal prefix, e.g. %q), or add a global index whose partition key %s renders from %s's keys (e.g. a GSI on gsi1pk with %s: gsi1pk: %q)%s",
 			k, of.e.Name, of.e.Name, into.e.Name, strings.Join(why, "; "), of.e.Name, into.e.Name, pkT, strings.ToUpper(of.e.Name)+"#{...}", of.e.Name, into.e.Name, of.e.Name, pkT, project)
+	}
+}
+
+// checkLatest checks what latest reads and writes: by, the sort attribute, and set, the
+// attributes copied from the greatest source.
+func (rc ruleCheck) checkLatest(a *Aggregate, of, into *entityInfo) {
+	if a.By == "" {
+		rc.add(rc.pos("latest.by", "latest"), "latest needs by: the number or string attribute of %s that orders the sources (ties are broken by the source's key), e.g. by: placedAt", orName(a.Of, "the source entity"))
+	} else {
+		rc.read(of, a.By, rc.pos("latest.by", "latest"), "latest.by")
+		rc.watch(of, a.By)
+	}
+	if len(a.Set) == 0 {
+		rc.add(rc.pos("latest.set", "latest"), "latest needs set: target attribute: source attribute pairs copied from the greatest source, e.g. set: {lastOrderStatus: status}")
+	}
+	order := a.SetOrder
+	if len(order) != len(a.Set) {
+		order = sortedKeys(a.Set)
+	}
+	for _, t := range order {
+		p := rc.pos("latest.set."+t, "latest.set", "latest")
+		rc.write(into, t, p, "latest.set "+t)
+		rc.read(of, a.Set[t], p, "latest.set "+t)
+		rc.watch(of, a.Set[t])
 	}
 }

@@ -104,7 +104,7 @@ func (d *yamlDecoder) decodeKind(r *Rule, n *yaml.Node, ctx string) {
 				d.unknownField(e, ctx, k, mirrorFields)
 			}
 		}
-	case KindCount, KindSum, KindMax, KindMin:
+	case KindCount, KindSum, KindMax, KindMin, KindLatest:
 		r.Agg = d.decodeAgg(r, n, ctx)
 	default:
 		d.problem(r.Fields[k], ctx, "rule kind %s is listed in rules.Kinds but has no decoder", k)
@@ -130,14 +130,37 @@ func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 		allowed = sumFields
 	case KindMax, KindMin:
 		allowed = extremeFields
+	case KindLatest:
+		allowed = latestFields
 	}
 	for _, e := range d.entries(n, ctx, k) {
 		r.Fields[k+"."+e.key] = e.valuePos
-		if r.Kind.Extreme() && slices.Contains(sumFields, e.key) && !slices.Contains(extremeFields, e.key) {
-			d.problem(e.keyPos, ctx, "%s has no %s: its writes are idempotent (it needs no exactly-once mode), a missing target is skipped and filled when it is inserted, and a source removed by TTL leaves it like a deleted one; allowed: %s", k, e.key, strings.Join(extremeFields, ", "))
+		if r.Kind == KindLatest && (e.key == "value" || e.key == "attribute") {
+			d.problem(e.keyPos, ctx, "latest has no %s: it copies set: {target attribute: source attribute} from the source that is greatest by its by attribute; allowed: %s", e.key, strings.Join(allowed, ", "))
+			continue
+		}
+		if r.Kind.Extreme() && slices.Contains(sumFields, e.key) && !slices.Contains(allowed, e.key) {
+			d.problem(e.keyPos, ctx, "%s has no %s: its writes are idempotent (it needs no exactly-once mode), a missing target is skipped and filled when it is inserted, and a source removed by TTL leaves it like a deleted one; allowed: %s", k, e.key, strings.Join(allowed, ", "))
 			continue
 		}
 		switch e.key {
+		case "by", "set":
+			if r.Kind != KindLatest {
+				d.unknownField(e, ctx, k, allowed)
+				continue
+			}
+			if e.key == "by" {
+				a.By, _ = d.str(e.valNode, ctx, k+".by")
+				continue
+			}
+			a.Set = map[string]string{}
+			for _, se := range d.entries(e.valNode, ctx, k+".set") {
+				r.Fields[k+".set."+se.key] = se.keyPos
+				if s, ok := d.str(se.valNode, ctx, k+".set."+se.key); ok {
+					a.Set[se.key] = s
+					a.SetOrder = append(a.SetOrder, se.key)
+				}
+			}
 		case "of":
 			a.Of, _ = d.str(e.valNode, ctx, k+".of")
 		case "into":

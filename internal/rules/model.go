@@ -68,20 +68,22 @@ const (
 	KindSum    Kind = "sum"
 	KindMax    Kind = "max"
 	KindMin    Kind = "min"
+	KindLatest Kind = "latest"
 )
 
 // Kinds is every rule kind. Code that handles kinds switches on each explicitly and fails
 // in its default branch; tests run every kind through every such switch, so a kind added
 // here and missed somewhere fails a test instead of being silently treated as another.
-var Kinds = []Kind{KindCopy, KindMirror, KindCount, KindSum, KindMax, KindMin}
+var Kinds = []Kind{KindCopy, KindMirror, KindCount, KindSum, KindMax, KindMin, KindLatest}
 
 // Aggregate reports whether k keeps a value added up over many sources (count, sum): one
 // applied as deltas, exactly once. min and max are no aggregates in this sense (Extreme).
 func (k Kind) Aggregate() bool { return k == KindCount || k == KindSum }
 
-// Extreme reports whether k keeps the greatest or least value over many sources (max, min):
-// raised idempotently, recomputed by one query when its holder may leave.
-func (k Kind) Extreme() bool { return k == KindMax || k == KindMin }
+// Extreme reports whether k keeps the greatest or least value over many sources (max, min)
+// or the attributes of the source greatest by a sort attribute (latest): raised
+// idempotently, recomputed by one query when its holder may leave.
+func (k Kind) Extreme() bool { return k == KindMax || k == KindMin || k == KindLatest }
 
 // Source-delete behaviours of copy rules.
 const (
@@ -152,6 +154,12 @@ type Aggregate struct {
 	Of, Into  string
 	Attribute string
 	Value     string // sum: the numeric attribute summed; max, min: the number or string compared
+	// By, for latest: the number or string attribute that orders the sources (ties broken
+	// by the source's key). Set maps target attribute -> source attribute copied from the
+	// greatest source; SetOrder keeps file order. latest has no Attribute or Value.
+	By       string
+	Set      map[string]string
+	SetOrder []string
 	// Where restricts membership: every attribute must equal its value (string, number or
 	// bool, as written in YAML). WhereOrder keeps file order.
 	Where         map[string]any
