@@ -130,6 +130,8 @@ func (x *Executor) Apply(ctx context.Context, b *plan.Batch) Result {
 	}
 	// Folds run after the deltas: a park written by this batch is then moved too.
 	r.folds(b.Folds)
+	// Max and min after the writes, so a recompute sees the sources the batch mirrored.
+	r.parallel(len(b.Extremes), func(i int) (int, error) { return b.Extremes[i].Rec, r.extreme(&b.Extremes[i]) })
 	x.pulls.observe(r.stats)
 	return Result{Failed: r.failed, Err: r.err, Stats: r.stats}
 }

@@ -27,6 +27,12 @@ type Stats struct {
 	Folded        int     // parks moved into a target that appeared
 	Compensated   int     // restores that took out deltas applied again after the application's write
 	Relayed       int     // relay writes: one source's deltas to a target in another partition
+	// Max and min: raises written (refused ones are in Refused[GuardExtreme]), values that
+	// left a target and were found not to be its extreme by one read, and recomputes (one
+	// query of the target's sources each, of one or more pages).
+	ExtremeRaises     int
+	ExtremesKept      int
+	ExtremeRecomputes int
 	// AmbiguousRestores: restores after which Denorm cannot tell which of its writes since
 	// the application's replacement were repeats; logged, the target is left to verify.
 	AmbiguousRestores int
@@ -57,13 +63,16 @@ const (
 	GuardFold
 	// GuardRelay: a relay write's source sequence number (a redelivered record).
 	GuardRelay
+	// GuardExtreme: a max or min raise (the stored value is as good, or the target does not
+	// exist) or a recompute's write (the target changed since it was read).
+	GuardExtreme
 	// GuardNone: an unconditional write.
 	GuardNone
 	// NumGuards is the number of guards.
 	NumGuards
 )
 
-var guardNames = [NumGuards]string{"watermark", "marker", "version", "pull", "registry", "job", "fold", "relay", "none"}
+var guardNames = [NumGuards]string{"watermark", "marker", "version", "pull", "registry", "job", "fold", "relay", "extreme", "none"}
 
 func (g Guard) String() string { return guardNames[g] }
 
@@ -101,6 +110,9 @@ func (s *Stats) Add(o Stats) {
 	s.Folded += o.Folded
 	s.Compensated += o.Compensated
 	s.Relayed += o.Relayed
+	s.ExtremeRaises += o.ExtremeRaises
+	s.ExtremesKept += o.ExtremesKept
+	s.ExtremeRecomputes += o.ExtremeRecomputes
 	s.AmbiguousRestores += o.AmbiguousRestores
 	for g, n := range o.Refused {
 		s.Refused[g] += n

@@ -42,6 +42,9 @@ func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFaile
 		{"AmbiguousRestores", "Count", o.Stats.AmbiguousRestores},
 		{"WritesRefused", "Count", o.Stats.RefusedTotal()},
 		{"PullWritesSkipped", "Count", o.Stats.PullsSkipped},
+		{"ExtremeRaises", "Count", o.Stats.ExtremeRaises},
+		{"ExtremesKept", "Count", o.Stats.ExtremesKept},
+		{"ExtremeRecomputes", "Count", o.Stats.ExtremeRecomputes},
 	}
 	for g, n := range o.Stats.Refused {
 		if apply.Guard(g) != apply.GuardNone {

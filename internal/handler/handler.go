@@ -123,7 +123,7 @@ func (h *Handler) Process(ctx context.Context, payload json.RawMessage) (Outcome
 			seqs = append(seqs, seq)
 			break
 		}
-		o.Effects += len(rp.Deltas) + len(rp.Writes) + len(rp.FanOuts) + len(rp.Pulls)
+		o.Effects += len(rp.Deltas) + len(rp.Writes) + len(rp.FanOuts) + len(rp.Pulls) + len(rp.Extremes)
 		if rp.NoImage || (c.Old == nil && c.New == nil) {
 			o.NoImage++
 		}
@@ -180,6 +180,9 @@ func (h *Handler) emit(ctx context.Context, o Outcome, err error) {
 	}
 	if o.Stats.PullsSkipped > 0 {
 		attrs = append(attrs, slog.Int("pullsSkipped", o.Stats.PullsSkipped))
+	}
+	if o.Stats.ExtremeRecomputes > 0 {
+		attrs = append(attrs, slog.Int("extremeRecomputes", o.Stats.ExtremeRecomputes))
 	}
 	msg := "batch applied"
 	switch {

@@ -83,6 +83,12 @@ type faultyAPI struct {
 	conflicts int    // the next n transactions fail with TransactionConflict
 	failPK    string // UpdateItem on this partition key fails; "" for none
 	gets      atomic.Int64
+	queries   atomic.Int64 // Query requests (pages)
+}
+
+func (f *faultyAPI) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	f.queries.Add(1)
+	return f.API.Query(ctx, in, o...)
 }
 
 func (f *faultyAPI) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {

@@ -131,11 +131,46 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 			if a, drift := counterDiff(r, item, total); drift {
 				out.Drifts = append(out.Drifts, Drift{Rule: i, Kind: Differs, Key: key, Attrs: []AttrDiff{a}, Got: item, Total: total})
 			}
+		case rules.KindMax, rules.KindMin:
+			seen[i][key] = true
+			attr := r.Agg.Attribute
+			got, want := item[attr], exp.Extremes[i][key]
+			if !sameExtreme(got, want) {
+				out.Drifts = append(out.Drifts, Drift{Rule: i, Kind: Differs, Key: key, Got: item, Attrs: []AttrDiff{{Name: attr, Got: got, Want: want}}})
+			}
+		case rules.KindLatest:
+			seen[i][key] = true
+			want, ok := exp.Latest[i][key]
+			var attrs []AttrDiff
+			for _, t := range r.Agg.SetOrder {
+				var w types.AttributeValue
+				if ok {
+					for _, a := range want.Set {
+						if a.Name == t {
+							w = a.Value
+						}
+					}
+				}
+				if g := item[t]; (g == nil) != (w == nil) || (g != nil && !plan.Equal(g, w)) {
+					attrs = append(attrs, AttrDiff{Name: t, Got: g, Want: w})
+				}
+			}
+			if len(attrs) > 0 {
+				out.Drifts = append(out.Drifts, Drift{Rule: i, Kind: Differs, Key: key, Got: item, Attrs: attrs})
+			}
 		default:
 			out.Problems = append(out.Problems, Problem{Rule: i, Key: key, Msg: fmt.Sprintf("%v %q", ErrUnhandledKind, r.Kind)})
 		}
 	}
 	return out
+}
+
+// sameExtreme reports whether a max or min target holds want (nil: no source, absent).
+func sameExtreme(got, want types.AttributeValue) bool {
+	if got == nil || want == nil {
+		return got == nil && want == nil
+	}
+	return fmt.Sprintf("%T", got) == fmt.Sprintf("%T", want) && plan.CompareValues(got, want) == 0
 }
 
 // MissingTargets is, per rule, how many counter totals belong to targets that do not
@@ -168,6 +203,8 @@ func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen) ([]Drift, Mi
 				out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Total: total,
 					Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: numberAV(total)}}})
 			}
+		case rules.KindMax, rules.KindMin, rules.KindLatest:
+			// A missing target is never created: its INSERT recomputes it from its sources.
 		}
 	}
 	sort.Slice(out, func(a, b int) bool {

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"github.com/denorm/denorm/internal/atomicfile"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
 )
 
 // checkpointVersion changes when the file's meaning does.
@@ -174,13 +177,17 @@ type expectJSON struct {
 	Copies  map[string][]copyJSON   `json:"copies,omitempty"`
 	Mirrors map[string][]mirrorJSON `json:"mirrors,omitempty"`
 	Totals  map[string][]totalJSON  `json:"totals,omitempty"`
+	// Extremes hold each max or min as {"v": value}.
+	Extremes map[string][]copyJSON `json:"extremes,omitempty"`
+	// Latest hold each latest source as {"by": value, "key": key, "set": {attr: value}}.
+	Latest map[string][]copyJSON `json:"latest,omitempty"`
 }
 
 func kj(k plan.Key) keyJSON     { return keyJSON{k.PK, k.SK} }
 func (k keyJSON) key() plan.Key { return plan.Key{PK: k[0], SK: k[1]} }
 
 func encodeExpected(ev *Evaluator, e *Expected) *expectJSON {
-	out := &expectJSON{Copies: map[string][]copyJSON{}, Mirrors: map[string][]mirrorJSON{}, Totals: map[string][]totalJSON{}}
+	out := &expectJSON{Copies: map[string][]copyJSON{}, Mirrors: map[string][]mirrorJSON{}, Totals: map[string][]totalJSON{}, Extremes: map[string][]copyJSON{}, Latest: map[string][]copyJSON{}}
 	for i, rs := range ev.rules {
 		name := rs.r.Name
 		for k, v := range e.Copies[i] {
@@ -191,6 +198,17 @@ func encodeExpected(ev *Evaluator, e *Expected) *expectJSON {
 		}
 		for k, n := range e.Totals[i] {
 			out.Totals[name] = append(out.Totals[name], totalJSON{Key: kj(k), Total: n.String()})
+		}
+		for k, v := range e.Extremes[i] {
+			out.Extremes[name] = append(out.Extremes[name], copyJSON{Key: kj(k), Values: itemJSON(record.Item{"v": v})})
+		}
+		for k, w := range e.Latest[i] {
+			set := record.Item{}
+			for _, a := range w.Set {
+				set[a.Name] = a.Value
+			}
+			out.Latest[name] = append(out.Latest[name], copyJSON{Key: kj(k), Values: itemJSON(record.Item{
+				"by": w.By, "key": &types.AttributeValueMemberS{Value: w.Key}, "set": &types.AttributeValueMemberM{Value: set}})})
 		}
 	}
 	return out
@@ -242,7 +260,50 @@ func decodeExpected(ev *Evaluator, j *expectJSON) (*Expected, error) {
 			addTotal(e.Totals[i], t.Key.key(), n)
 		}
 	}
+	for name, list := range j.Extremes {
+		i, err := ev.index(name)
+		if err != nil || e.Extremes[i] == nil {
+			return nil, fmt.Errorf("extremes of %q: not a max or min rule", name)
+		}
+		for _, x := range list {
+			if v := record.Item(x.Values)["v"]; v != nil {
+				keepBetter(e.Extremes[i], e.kinds[i], x.Key.key(), v)
+			}
+		}
+	}
+	for name, list := range j.Latest {
+		i, err := ev.index(name)
+		if err != nil || e.Latest[i] == nil {
+			return nil, fmt.Errorf("latest of %q: not a latest rule", name)
+		}
+		r := ev.rules[i].r
+		for _, x := range list {
+			v := record.Item(x.Values)
+			w := LatestWant{By: v["by"]}
+			if k, ok := v["key"].(*types.AttributeValueMemberS); ok {
+				w.Key = k.Value
+			}
+			set, _ := v["set"].(*types.AttributeValueMemberM)
+			if set == nil {
+				set = &types.AttributeValueMemberM{}
+			}
+			w.Set, w.Remove = plan.LatestValues(r, latestSource(r, set.Value))
+			if w.By != nil {
+				keepLatest(e.Latest[i], x.Key.key(), w)
+			}
+		}
+	}
 	return e, nil
+}
+
+// latestSource turns the target attributes a latest rule copies back into the source
+// attributes they come from, for plan.LatestValues.
+func latestSource(r *rules.CompiledRule, set record.Item) record.Item {
+	src := record.Item{}
+	for t, v := range set {
+		src[r.Agg.Set[t]] = v
+	}
+	return src
 }
 
 func encodeSeen(ev *Evaluator, s Seen) map[string][]keyJSON {

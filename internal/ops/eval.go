@@ -48,7 +48,8 @@ func NewEvaluator(f *rules.File, only string) (*Evaluator, error) {
 // handled is every rule kind verify, backfill and repair know. A kind in rules.Kinds that
 // is missing here is refused by NewEvaluatorFor (TestOpsHandleEveryKind fails), instead of
 // being checked and repaired as some other kind.
-var handled = map[rules.Kind]bool{rules.KindCopy: true, rules.KindMirror: true, rules.KindCount: true, rules.KindSum: true}
+var handled = map[rules.Kind]bool{rules.KindCopy: true, rules.KindMirror: true, rules.KindCount: true, rules.KindSum: true,
+	rules.KindMax: true, rules.KindMin: true, rules.KindLatest: true}
 
 // ErrUnhandledKind is returned (wrapped) for a rule of a kind the ops tools do not handle.
 var ErrUnhandledKind = errors.New("verify and backfill do not handle rule kind")
@@ -152,8 +153,10 @@ func feeds(a, b *rules.CompiledRule) bool {
 	switch a.Kind {
 	case rules.KindCopy:
 		written = a.Copy.SetOrder
-	case rules.KindCount, rules.KindSum:
+	case rules.KindCount, rules.KindSum, rules.KindMax, rules.KindMin:
 		written = []string{a.Agg.Attribute}
+	case rules.KindLatest:
+		written = a.Agg.SetOrder
 	}
 	for _, w := range written {
 		for _, x := range b.Watched {

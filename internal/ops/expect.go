@@ -3,6 +3,8 @@ package ops
 import (
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
@@ -27,14 +29,29 @@ type Expected struct {
 	Mirrors []map[plan.Key]MirrorWant
 	// Totals: target key -> the count or sum of its members (zero totals are left out).
 	Totals []map[plan.Key]plan.Number
+	// Extremes: target key -> the max or min of its sources' values (targets without a
+	// source are left out).
+	Extremes []map[plan.Key]types.AttributeValue
+	// Latest: target key -> the source it copies, for latest rules.
+	Latest []map[plan.Key]LatestWant
+	kinds  []rules.Kind // per rule, for merging extremes
+}
+
+// LatestWant is the source a latest target copies: its by value, key and attributes.
+type LatestWant struct {
+	By     types.AttributeValue
+	Key    string
+	Set    []plan.AttrValue
+	Remove []string
 }
 
 // NewExpected returns an empty Expected for ev's rules.
 func (ev *Evaluator) NewExpected() *Expected {
 	n := len(ev.rules)
 	e := &Expected{Copies: make([]map[plan.Key]CopyValues, n), Mirrors: make([]map[plan.Key]MirrorWant, n),
-		Totals: make([]map[plan.Key]plan.Number, n)}
+		Totals: make([]map[plan.Key]plan.Number, n), Extremes: make([]map[plan.Key]types.AttributeValue, n), Latest: make([]map[plan.Key]LatestWant, n), kinds: make([]rules.Kind, n)}
 	for i, rs := range ev.rules {
+		e.kinds[i] = rs.r.Kind
 		switch rs.r.Kind {
 		case rules.KindCopy:
 			e.Copies[i] = map[plan.Key]CopyValues{}
@@ -42,6 +59,10 @@ func (ev *Evaluator) NewExpected() *Expected {
 			e.Mirrors[i] = map[plan.Key]MirrorWant{}
 		case rules.KindCount, rules.KindSum:
 			e.Totals[i] = map[plan.Key]plan.Number{}
+		case rules.KindMax, rules.KindMin:
+			e.Extremes[i] = map[plan.Key]types.AttributeValue{}
+		case rules.KindLatest:
+			e.Latest[i] = map[plan.Key]LatestWant{}
 		}
 	}
 	return e
@@ -97,11 +118,37 @@ func (w *Worker) Observe(item record.Item, which []int, exp *Expected) []Problem
 					addTotal(exp.Totals[i], d.Target, d.Amount)
 				}
 			}
+		case rules.KindMax, rules.KindMin:
+			for _, x := range rp.Extremes {
+				if x.Raise != nil { // what the item holds as a target is not what it gives as a source
+					keepBetter(exp.Extremes[i], r.Kind, x.Target, x.Raise)
+				}
+			}
+		case rules.KindLatest:
+			for _, x := range rp.Extremes {
+				if x.Raise != nil {
+					keepLatest(exp.Latest[i], x.Target, LatestWant{By: x.Raise, Key: x.Key, Set: x.Set, Remove: x.Remove})
+				}
+			}
 		default:
 			probs = append(probs, Problem{Rule: i, Key: key, Msg: fmt.Sprintf("%v %q", ErrUnhandledKind, r.Kind)})
 		}
 	}
 	return probs
+}
+
+// keepLatest keeps w for k if it comes after what m holds.
+func keepLatest(m map[plan.Key]LatestWant, k plan.Key, w LatestWant) {
+	if cur, ok := m[k]; !ok || plan.LatestBetter(w.By, w.Key, cur.By, cur.Key) {
+		m[k] = w
+	}
+}
+
+// keepBetter keeps v for k if it beats what m holds under rule kind kind.
+func keepBetter(m map[plan.Key]types.AttributeValue, kind rules.Kind, k plan.Key, v types.AttributeValue) {
+	if plan.Better(kind, v, m[k]) {
+		m[k] = v
+	}
 }
 
 func addTotal(m map[plan.Key]plan.Number, k plan.Key, n plan.Number) {
@@ -130,6 +177,12 @@ func (e *Expected) Merge(o *Expected) []Problem {
 		}
 		for k, v := range o.Totals[i] {
 			addTotal(e.Totals[i], k, v)
+		}
+		for k, v := range o.Extremes[i] {
+			keepBetter(e.Extremes[i], e.kinds[i], k, v)
+		}
+		for k, v := range o.Latest[i] {
+			keepLatest(e.Latest[i], k, v)
 		}
 	}
 	return probs

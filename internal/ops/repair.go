@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/apply"
 	"github.com/denorm/denorm/internal/plan"
@@ -47,6 +50,10 @@ func (rp *repairer) repair(ctx context.Context, d *Drift) (Outcome, error) {
 		return rp.mirror(ctx, d)
 	case rules.KindCount, rules.KindSum:
 		return rp.counter(ctx, d)
+	case rules.KindMax, rules.KindMin:
+		return rp.extreme(ctx, d)
+	case rules.KindLatest:
+		return rp.latest(ctx, d)
 	default:
 		return Failed, fmt.Errorf("%w %q", ErrUnhandledKind, rp.w.ev.rules[d.Rule].r.Kind)
 	}
@@ -251,4 +258,95 @@ func setRemove(attrs []AttrDiff) expression.UpdateBuilder {
 		}
 	}
 	return ub
+}
+
+// extreme recomputes a max or min target from one query of its sources, as the stream
+// processor does, and writes the result on condition that the target's attribute is still
+// as scanned: a raise that landed since is not overwritten (the drift is then re-checked).
+func (rp *repairer) extreme(ctx context.Context, d *Drift) (Outcome, error) {
+	r := rp.w.ev.rules[d.Rule].r
+	attr := r.Agg.Attribute
+	b, ok := r.Target.Match(d.Got, nil)
+	if !ok {
+		return Failed, fmt.Errorf("%s %s is not a %s", d.Key.PK, d.Key.SK, r.Target.Name)
+	}
+	pk, err := b.Render(r.Extreme.PK)
+	if err != nil {
+		return Failed, fmt.Errorf("rendering the query of %s %s's sources: %w", d.Key.PK, d.Key.SK, err)
+	}
+	best, err := apply.RecomputeExtreme(ctx, rp.db.api, rp.db.table, r, d.Key, pk,
+		func(out *dynamodb.QueryOutput, err error) error {
+			if out != nil {
+				rp.db.consumed(false, out.ConsumedCapacity)
+			}
+			return err
+		},
+		func(what string, op func(context.Context) error) error { return retry(ctx, what, op) })
+	if err != nil {
+		return Failed, err
+	}
+	got := d.Got[attr]
+	if sameExtreme(got, best) {
+		return Resolved, nil
+	}
+	ub := expression.Remove(expression.Name(attr))
+	if best != nil {
+		ub = expression.Set(expression.Name(attr), val(best))
+	}
+	cond := expression.AttributeExists(expression.Name(rp.db.spec.PartitionKey)).And(unchanged(attr, got))
+	if err := rp.db.update(ctx, d.Key, ub, cond); err == nil {
+		return Repaired, nil
+	} else if !isCondFailed(err) {
+		return Failed, err
+	}
+	return Conflict, nil
+}
+
+// latest recomputes a latest target like extreme does a max: the source it should copy is
+// found with one query, and written on condition that the target still holds the by value
+// and key it was scanned with.
+func (rp *repairer) latest(ctx context.Context, d *Drift) (Outcome, error) {
+	r := rp.w.ev.rules[d.Rule].r
+	b, ok := r.Target.Match(d.Got, nil)
+	if !ok {
+		return Failed, fmt.Errorf("%s %s is not a %s", d.Key.PK, d.Key.SK, r.Target.Name)
+	}
+	pk, err := b.Render(r.Extreme.PK)
+	if err != nil {
+		return Failed, fmt.Errorf("rendering the query of %s %s's sources: %w", d.Key.PK, d.Key.SK, err)
+	}
+	best, err := apply.RecomputeBest(ctx, rp.db.api, rp.db.table, r, d.Key, pk,
+		func(out *dynamodb.QueryOutput, err error) error {
+			if out != nil {
+				rp.db.consumed(false, out.ConsumedCapacity)
+			}
+			return err
+		},
+		func(what string, op func(context.Context) error) error { return retry(ctx, what, op) })
+	if err != nil {
+		return Failed, err
+	}
+	e, err := apply.LatestWrite(rp.db.spec.PartitionKey, r, d.Got, best)
+	if err != nil {
+		return Failed, err
+	}
+	err = rp.db.write(ctx, "repairing "+d.Key.PK+" "+d.Key.SK, func(ctx context.Context) (*types.ConsumedCapacity, error) {
+		out, err := rp.db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(rp.db.table), Key: rp.db.key(d.Key),
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		if out != nil {
+			return out.ConsumedCapacity, err
+		}
+		return nil, err
+	})
+	if err == nil {
+		return Repaired, nil
+	}
+	if isCondFailed(err) {
+		return Conflict, nil
+	}
+	return Failed, err
 }

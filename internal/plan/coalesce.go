@@ -29,6 +29,40 @@ type Batch struct {
 	// Folds: targets that appeared, to receive what was parked while they were missing;
 	// one per target, run after the deltas.
 	Folds []FoldGroup
+	// Extremes: one per (max or min rule, target): the best raise, the value most likely
+	// to have been the extreme among those that left, and whether to recompute anyway.
+	Extremes []ExtremeGroup
+}
+
+// ExtremeGroup is the coalesced Extremes of one (rule, target). Rec is its earliest record:
+// a raise and a recompute are idempotent, so a failed group is simply applied again.
+type ExtremeGroup struct {
+	Extreme
+	Rec int
+}
+
+// merge adds x to the group: raises keep the best value, rechecks the best value that left
+// (if it was not the extreme, no worse one was).
+func (g *ExtremeGroup) merge(x Extreme) {
+	k := x.Rule.Kind
+	if k == rules.KindLatest {
+		// A later record of the same source (same value and key) brings newer attributes.
+		if x.Raise != nil && (LatestBetter(x.Raise, x.Key, g.Raise, g.Key) || (CompareValues(x.Raise, g.Raise) == 0 && x.Key == g.Key)) {
+			g.Raise, g.Key, g.Set, g.Remove = x.Raise, x.Key, x.Set, x.Remove
+		}
+		if LatestBetter(x.Recheck, x.RecheckKey, g.Recheck, g.RecheckKey) {
+			g.Recheck, g.RecheckKey = x.Recheck, x.RecheckKey
+		}
+		g.Recompute = g.Recompute || x.Recompute
+		return
+	}
+	if Better(k, x.Raise, g.Raise) {
+		g.Raise = x.Raise
+	}
+	if Better(k, x.Recheck, g.Recheck) {
+		g.Recheck = x.Recheck
+	}
+	g.Recompute = g.Recompute || x.Recompute
 }
 
 // FoldGroup is a target that appeared in record Rec, whose sequence number is Seq: deltas
@@ -153,8 +187,17 @@ func Coalesce(recs []RecordPlan) *Batch {
 	folds := map[Key]int{}
 	wm := map[Key]int{}
 	relays := map[[2]Key]int{}
+	extremes := map[ruleKey]int{}
 	for i := range recs {
 		rp := &recs[i]
+		for _, x := range rp.Extremes {
+			if j, ok := extremes[ruleKey{x.Rule, x.Target}]; ok {
+				b.Extremes[j].merge(x)
+				continue
+			}
+			extremes[ruleKey{x.Rule, x.Target}] = len(b.Extremes)
+			b.Extremes = append(b.Extremes, ExtremeGroup{Extreme: x, Rec: i})
+		}
 		for _, w := range rp.Writes {
 			upsert(writes, &b.Writes, ruleKey{w.Rule, w.Target}, WriteGroup{Write: w, Rec: i})
 		}

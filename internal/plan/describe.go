@@ -96,6 +96,42 @@ func (p *RecordPlan) Describe(w io.Writer) {
 	for _, pl := range p.Pulls {
 		fmt.Fprintf(w, "  %s: pull into %s from %s: copy %s if they differ\n", pl.Rule.Name, pl.Target, pl.Source, strings.Join(pl.Rule.Copy.SetOrder, ", "))
 	}
+	for _, x := range p.Extremes {
+		describeExtreme(w, x)
+	}
+}
+
+// describeExtreme tells what a max or min effect costs: a raise is one conditional write; a
+// value that left costs one read, and one query only when it may have been the extreme.
+func describeExtreme(w io.Writer, x Extreme) {
+	r := x.Rule
+	attr := r.Agg.Attribute
+	than, cmp := "less", "greater"
+	if r.Kind == rules.KindMin {
+		than, cmp = "greater", "less"
+	}
+	if r.Kind == rules.KindLatest {
+		describeLatest(w, x)
+		return
+	}
+	q := r.Extreme
+	query := fmt.Sprintf("query %s where %s = %q", q.Way(), q.Index.PartitionKey, x.QueryPK)
+	if q.SKPrefix != "" {
+		query += fmt.Sprintf(" and begins_with(%s, %q)", q.SKAttr, q.SKPrefix)
+	}
+	recompute := fmt.Sprintf("recompute the %s of %s over the %ss it finds (%s, every page, projecting only what the rule reads) and write it on condition that %s is still as read (REMOVE when none is left)",
+		r.Kind, r.Agg.Value, r.Source.Name, query, attr)
+	if x.Raise != nil {
+		fmt.Fprintf(w, "  %s: SET %s = %s on %s if it is absent or %s (one conditional UpdateItem; idempotent, a refusal is normal)\n",
+			r.Name, attr, show(x.Raise), x.Target, than)
+	}
+	if x.Recheck != nil {
+		fmt.Fprintf(w, "  %s: %s left %s: read %s (one consistent GetItem); if it is not %s than %s, it may have been the %s: %s\n",
+			r.Name, show(x.Recheck), x.Target, attr, cmp, show(x.Recheck), r.Kind, recompute)
+	}
+	if x.Recompute {
+		fmt.Fprintf(w, "  %s: %s was inserted or lost %s (its sources may have come first): %s\n", r.Name, x.Target, attr, recompute)
+	}
 }
 
 func (k Key) String() string {
@@ -163,4 +199,27 @@ func restoreWhy(op string) string {
 		return "the target was deleted: its aggregate is parked for the target's re-creation, the sources still exist"
 	}
 	return "the application's write changed an attribute Denorm owns (its write count did not rise by one): old - new undoes it and keeps every delta around it"
+}
+
+// describeLatest is describeExtreme for latest: the order is (by, source key).
+func describeLatest(w io.Writer, x Extreme) {
+	r := x.Rule
+	q := r.Extreme
+	query := fmt.Sprintf("query %s where %s = %q", q.Way(), q.Index.PartitionKey, x.QueryPK)
+	if q.SKPrefix != "" {
+		query += fmt.Sprintf(" and begins_with(%s, %q)", q.SKAttr, q.SKPrefix)
+	}
+	recompute := fmt.Sprintf("recompute: find the %s greatest by %s, then by key (%s, every page) and copy its %s, on condition that %s and %s are still as read (REMOVE them when none is left)",
+		r.Source.Name, r.Agg.By, query, strings.Join(r.Agg.SetOrder, ", "), r.LatestBy, r.LatestKey)
+	if x.Raise != nil {
+		fmt.Fprintf(w, "  %s: %s on %s, %s = %s, %s = %q, if %s is absent or less, or equal with a key not greater (one conditional UpdateItem; idempotent, a refusal is normal)\n",
+			r.Name, setRemove(x.Set, x.Remove), x.Target, r.LatestBy, show(x.Raise), r.LatestKey, x.Key, r.LatestBy)
+	}
+	if x.Recheck != nil {
+		fmt.Fprintf(w, "  %s: %s of %q left %s: read %s and %s (one consistent GetItem); if they are not after it, it may have been the latest: %s\n",
+			r.Name, show(x.Recheck), x.RecheckKey, x.Target, r.LatestBy, r.LatestKey, recompute)
+	}
+	if x.Recompute {
+		fmt.Fprintf(w, "  %s: %s was inserted or lost %s (its sources may have come first): %s\n", r.Name, x.Target, r.LatestBy, recompute)
+	}
 }

@@ -120,6 +120,8 @@ type RecordPlan struct {
 	Writes  []Write
 	FanOuts []FanOut
 	Pulls   []Pull
+	// Extremes are the record's raises and rechecks of max and min targets.
+	Extremes []Extreme
 	// Folds are targets that just appeared (their INSERT): the deltas parked while they
 	// were missing are moved into them.
 	Folds []Key
@@ -162,10 +164,13 @@ func (p *RecordPlan) Rules() []string {
 	for _, pl := range p.Pulls {
 		add(pl.Rule)
 	}
+	for _, x := range p.Extremes {
+		add(x.Rule)
+	}
 	return out
 }
 
 // Empty reports whether the record asks for nothing.
 func (p *RecordPlan) Empty() bool {
-	return len(p.Deltas) == 0 && len(p.Writes) == 0 && len(p.FanOuts) == 0 && len(p.Pulls) == 0 && len(p.Folds) == 0 && p.Job == nil
+	return len(p.Deltas) == 0 && len(p.Writes) == 0 && len(p.FanOuts) == 0 && len(p.Pulls) == 0 && len(p.Extremes) == 0 && len(p.Folds) == 0 && p.Job == nil
 }

@@ -11,45 +11,58 @@ import (
 	"github.com/denorm/denorm/internal/rules"
 )
 
-// Every rule kind goes through the planner: the social example holds one rule of each kind
-// (a kind added to rules.Kinds must be added there too), and an insert, a change of every
+// Every rule kind goes through the planner: the social example and the max/min example
+// (internal/rules/testdata/valid/extremes.yaml) hold at least one rule of each kind (a kind
+// added to rules.Kinds must be added to one of them), and an insert, a change of every
 // attribute and a removal of each rule's source plan without ErrUnknownKind. A variable
 // that some entity buckets by time ({createdAt:day}) gets a timestamp, so the rules into
 // bucket items plan effects instead of leaving them unlinked.
 func TestEveryKindPlans(t *testing.T) {
-	set := socialSet(t)
-	timeVars := map[string]bool{}
+	social := socialSet(t)
+	if len(timeVars(social)) == 0 {
+		t.Error("rules/social.yaml has no time bucket: add one, so the planner is tested with bucket targets")
+	}
+	seen := map[rules.Kind]bool{}
+	for _, set := range []*rules.Set{social, extremeSet(t)} {
+		for _, e := range set.Entities {
+			for _, c := range set.RulesFrom(e) {
+				seen[c.Kind] = true
+			}
+		}
+		everyChangePlans(t, set)
+	}
+	for _, k := range rules.Kinds {
+		if !seen[k] {
+			t.Errorf("neither rules/social.yaml nor the extremes example has a %s rule: add one, so the planner is tested with every kind", k)
+		}
+	}
+}
+
+// timeVars are the key variables some entity of set buckets by time.
+func timeVars(set *rules.Set) map[string]bool {
+	out := map[string]bool{}
 	for _, e := range set.Entities {
 		for _, k := range e.Keys {
 			for _, p := range k.T.Parts() {
 				if p.Bucket != 0 {
-					timeVars[p.Var] = true
+					out[p.Var] = true
 				}
 			}
 		}
 	}
-	if len(timeVars) == 0 {
-		t.Error("rules/social.yaml has no time bucket: add one, so the planner is tested with bucket targets")
-	}
-	seen := map[rules.Kind]bool{}
+	return out
+}
+
+func everyChangePlans(t *testing.T, set *rules.Set) {
 	p := plan.New(set)
-	for _, e := range set.Entities {
-		for _, c := range set.RulesFrom(e) {
-			seen[c.Kind] = true
-		}
-	}
-	for _, k := range rules.Kinds {
-		if !seen[k] {
-			t.Errorf("rules/social.yaml has no %s rule: add one, so the planner is tested with every kind", k)
-		}
-	}
+	times := timeVars(set)
 	for _, e := range set.Entities {
 		item := record.Item{}
 		vars := map[string]string{}
 		for _, k := range e.Keys {
 			for _, v := range k.T.Vars() {
 				vars[v] = "x1"
-				if timeVars[v] {
+				if times[v] {
 					vars[v] = "2025-01-02T10:00:00Z"
 				}
 			}

@@ -102,6 +102,17 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 			}
 		}
 	}
+	// Max and min rules this item is the target of: recompute one that appeared.
+	if newE != nil {
+		for _, r := range s.RulesInto(newE) {
+			if !r.Kind.Extreme() {
+				continue
+			}
+			if err := ev.extremeTarget(r); err != nil {
+				return ev.rp, fmt.Errorf("record %s: rule %q: %w", c.EventID, r.Name, err)
+			}
+		}
+	}
 	// Count and sum rules this item is the target of: undo what the application wrote
 	// into Denorm's attributes, fold in what was parked while it was missing. A bucket
 	// item its ttl removed is over: nothing to undo or park.
@@ -153,6 +164,8 @@ func (e *eval) source(r *rules.CompiledRule) error {
 		return e.mirror(r, wasSrc, isSrc)
 	case rules.KindCount, rules.KindSum:
 		return e.aggregate(r, wasSrc, isSrc)
+	case rules.KindMax, rules.KindMin, rules.KindLatest:
+		return e.extreme(r, wasSrc, isSrc)
 	default:
 		return fmt.Errorf("%w: %q", ErrUnknownKind, r.Kind)
 	}

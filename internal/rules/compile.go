@@ -77,6 +77,11 @@ type CompiledRule struct {
 	// TTL is Agg.TTL parsed: how long after its time bucket ends a target expires (0 for
 	// never). See Expiry.
 	TTL time.Duration
+	// Extreme, for max, min and latest: the query that reads every source of a target.
+	Extreme ExtremeQuery
+	// LatestBy and LatestKey, for latest, hold on the target the by value and the key of
+	// the source it copies (the order, ties broken by key, that raises compare with).
+	LatestBy, LatestKey string
 }
 
 // Compile checks f and turns it into a Set. Any Problems come back as the error.
@@ -225,12 +230,18 @@ func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRul
 		m := fr.Mirror
 		r.Source, r.Target = byName[m.From], byName[m.To]
 		r.Watched = append(r.Watched, m.Attributes...)
-	case KindCount, KindSum:
+	case KindCount, KindSum, KindMax, KindMin, KindLatest:
 		a := fr.Agg
 		r.Source, r.Target = byName[a.Of], byName[a.Into]
 		r.Watched = append(r.Watched, a.WhereOrder...)
 		if a.Value != "" {
 			r.Watched = appendUniq(r.Watched, a.Value)
+		}
+		if a.By != "" {
+			r.Watched = appendUniq(r.Watched, a.By)
+		}
+		for _, t := range a.SetOrder {
+			r.Watched = appendUniq(r.Watched, a.Set[t])
 		}
 		// Attributes that fill the target's key variables move an item between targets.
 		for _, t := range []*keys.Template{r.Target.PK, r.Target.SK} {
@@ -249,6 +260,18 @@ func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRul
 					}
 				}
 			}
+		}
+		if fr.Kind.Extreme() {
+			v := newValidator(f)
+			q, ok, why := v.extremeQuery(a, v.ents[a.Of], v.ents[a.Into])
+			if !ok {
+				return nil, fmt.Errorf("rule %q: no query finds the sources of a target: %s", fr.Name, strings.Join(why, "; "))
+			}
+			r.Extreme = q
+			if fr.Kind == KindLatest {
+				r.LatestBy, r.LatestKey = ReservedPrefix+"l_"+fr.Name, ReservedPrefix+"k_"+fr.Name
+			}
+			break
 		}
 		r.Watermark = len(f.Table.LocalIndexes) > 0 && r.Source.PK.String() == r.Target.PK.String()
 		if !r.Watermark && a.ExactlyOnce != ExactlyOnceTransaction && RelayAllowed(f.Table) {

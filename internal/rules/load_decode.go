@@ -23,6 +23,8 @@ var (
 	mirrorFields      = []string{"from", "to", "attributes"}
 	countFields       = []string{"of", "into", "attribute", "where", "onExpiry", "missingTarget", "ttl", "exactlyOnce"}
 	sumFields         = []string{"of", "into", "value", "attribute", "where", "onExpiry", "missingTarget", "ttl", "exactlyOnce"}
+	extremeFields     = []string{"of", "into", "value", "attribute", "where"}
+	latestFields      = []string{"of", "into", "by", "set", "where"}
 )
 
 // decodeFile fills d.f from the root node.

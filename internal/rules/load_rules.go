@@ -3,6 +3,8 @@ package rules
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v4"
 )
@@ -102,7 +104,7 @@ func (d *yamlDecoder) decodeKind(r *Rule, n *yaml.Node, ctx string) {
 				d.unknownField(e, ctx, k, mirrorFields)
 			}
 		}
-	case KindCount, KindSum:
+	case KindCount, KindSum, KindMax, KindMin, KindLatest:
 		r.Agg = d.decodeAgg(r, n, ctx)
 	default:
 		d.problem(r.Fields[k], ctx, "rule kind %s is listed in rules.Kinds but has no decoder", k)
@@ -123,12 +125,42 @@ func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 	k := string(r.Kind)
 	a := &Aggregate{Where: map[string]any{}}
 	allowed := countFields
-	if r.Kind == KindSum {
+	switch r.Kind {
+	case KindSum:
 		allowed = sumFields
+	case KindMax, KindMin:
+		allowed = extremeFields
+	case KindLatest:
+		allowed = latestFields
 	}
 	for _, e := range d.entries(n, ctx, k) {
 		r.Fields[k+"."+e.key] = e.valuePos
+		if r.Kind == KindLatest && (e.key == "value" || e.key == "attribute") {
+			d.problem(e.keyPos, ctx, "latest has no %s: it copies set: {target attribute: source attribute} from the source that is greatest by its by attribute; allowed: %s", e.key, strings.Join(allowed, ", "))
+			continue
+		}
+		if r.Kind.Extreme() && slices.Contains(sumFields, e.key) && !slices.Contains(allowed, e.key) {
+			d.problem(e.keyPos, ctx, "%s has no %s: its writes are idempotent (it needs no exactly-once mode), a missing target is skipped and filled when it is inserted, and a source removed by TTL leaves it like a deleted one; allowed: %s", k, e.key, strings.Join(allowed, ", "))
+			continue
+		}
 		switch e.key {
+		case "by", "set":
+			if r.Kind != KindLatest {
+				d.unknownField(e, ctx, k, allowed)
+				continue
+			}
+			if e.key == "by" {
+				a.By, _ = d.str(e.valNode, ctx, k+".by")
+				continue
+			}
+			a.Set = map[string]string{}
+			for _, se := range d.entries(e.valNode, ctx, k+".set") {
+				r.Fields[k+".set."+se.key] = se.keyPos
+				if s, ok := d.str(se.valNode, ctx, k+".set."+se.key); ok {
+					a.Set[se.key] = s
+					a.SetOrder = append(a.SetOrder, se.key)
+				}
+			}
 		case "of":
 			a.Of, _ = d.str(e.valNode, ctx, k+".of")
 		case "into":
@@ -136,11 +168,11 @@ func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 		case "attribute":
 			a.Attribute, _ = d.str(e.valNode, ctx, k+".attribute")
 		case "value":
-			if r.Kind != KindSum {
+			if r.Kind == KindCount {
 				d.problem(e.keyPos, ctx, "count has no value: it adds 1 per item; use sum to add up an attribute")
 				continue
 			}
-			a.Value, _ = d.str(e.valNode, ctx, "sum.value")
+			a.Value, _ = d.str(e.valNode, ctx, k+".value")
 		case "onExpiry":
 			a.OnExpiry, _ = d.str(e.valNode, ctx, k+".onExpiry")
 		case "missingTarget":

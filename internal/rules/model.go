@@ -66,15 +66,24 @@ const (
 	KindMirror Kind = "mirror"
 	KindCount  Kind = "count"
 	KindSum    Kind = "sum"
+	KindMax    Kind = "max"
+	KindMin    Kind = "min"
+	KindLatest Kind = "latest"
 )
 
 // Kinds is every rule kind. Code that handles kinds switches on each explicitly and fails
 // in its default branch; tests run every kind through every such switch, so a kind added
 // here and missed somewhere fails a test instead of being silently treated as another.
-var Kinds = []Kind{KindCopy, KindMirror, KindCount, KindSum}
+var Kinds = []Kind{KindCopy, KindMirror, KindCount, KindSum, KindMax, KindMin, KindLatest}
 
-// Aggregate reports whether k keeps a value computed over many sources (count, sum).
+// Aggregate reports whether k keeps a value added up over many sources (count, sum): one
+// applied as deltas, exactly once. min and max are no aggregates in this sense (Extreme).
 func (k Kind) Aggregate() bool { return k == KindCount || k == KindSum }
+
+// Extreme reports whether k keeps the greatest or least value over many sources (max, min)
+// or the attributes of the source greatest by a sort attribute (latest): raised
+// idempotently, recomputed by one query when its holder may leave.
+func (k Kind) Extreme() bool { return k == KindMax || k == KindMin || k == KindLatest }
 
 // Source-delete behaviours of copy rules.
 const (
@@ -106,14 +115,15 @@ const (
 	ExactlyOnceTransaction = "transaction"
 )
 
-// Rule is one rule as written. Exactly one of Copy, Mirror, Count, Sum is set, per Kind.
+// Rule is one rule as written. Exactly one of Copy, Mirror, Agg is set, per Kind (Agg for
+// count, sum, max and min).
 type Rule struct {
 	Name   string
 	Pos    Pos
 	Kind   Kind
 	Copy   *Copy
 	Mirror *Mirror
-	Agg    *Aggregate // for count and sum
+	Agg    *Aggregate // for count, sum, max and min
 	// Positions by dotted path inside the rule ("copy.from", "copy.set.userName", "sum.where.status").
 	Fields map[string]Pos
 }
@@ -137,12 +147,19 @@ type Mirror struct {
 	Attributes []string
 }
 
-// Aggregate is a count (Value empty) or a sum of Value over the items of entity Of, kept in
-// attribute Attribute of the Into item each of them links to.
+// Aggregate is a count (Value empty), a sum, a max or a min of Value over the items of
+// entity Of, kept in attribute Attribute of the Into item each of them links to. max and
+// min take only Of, Into, Value, Attribute and Where.
 type Aggregate struct {
 	Of, Into  string
 	Attribute string
-	Value     string // sum only: the numeric attribute summed
+	Value     string // sum: the numeric attribute summed; max, min: the number or string compared
+	// By, for latest: the number or string attribute that orders the sources (ties broken
+	// by the source's key). Set maps target attribute -> source attribute copied from the
+	// greatest source; SetOrder keeps file order. latest has no Attribute or Value.
+	By       string
+	Set      map[string]string
+	SetOrder []string
 	// Where restricts membership: every attribute must equal its value (string, number or
 	// bool, as written in YAML). WhereOrder keeps file order.
 	Where         map[string]any

@@ -87,7 +87,7 @@ func (rc ruleCheck) checkAggBucket(a *Aggregate, into *entityInfo) {
 // checkTTLField checks a rule's ttl as written and that the table has somewhere to put it.
 func (rc ruleCheck) checkTTLField(a *Aggregate) {
 	_, written := rc.r.Fields[string(rc.r.Kind)+".ttl"]
-	if a.TTL == "" && !written {
+	if (a.TTL == "" && !written) || rc.r.Kind.Extreme() { // an extreme's ttl is refused when read
 		return
 	}
 	p := rc.pos(string(rc.r.Kind)+".ttl", string(rc.r.Kind))

@@ -50,12 +50,12 @@ func (v *validator) checkRules() {
 			rc.checkCopy(r.Copy)
 		case r.Kind == KindMirror && r.Mirror != nil && set == 1:
 			rc.checkMirror(r.Mirror)
-		case (r.Kind == KindCount || r.Kind == KindSum) && r.Agg != nil && set == 1:
+		case (r.Kind.Aggregate() || r.Kind.Extreme()) && r.Agg != nil && set == 1:
 			rc.checkAgg(r.Agg)
 		case r.Kind == "" && set == 0:
-			rc.add(r.Pos, "has no kind: add one of copy, mirror, count or sum")
+			rc.add(r.Pos, "has no kind: add one of copy, mirror, count, sum, max, min or latest")
 		default:
-			rc.add(r.Pos, "kind %q does not match its sections: set exactly one of Copy, Mirror or Agg (count and sum) to match Kind", r.Kind)
+			rc.add(r.Pos, "kind %q does not match its sections: set exactly one of Copy, Mirror or Agg (count, sum, max, min and latest) to match Kind", r.Kind)
 		}
 	}
 }
@@ -255,9 +255,12 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 	k := string(rc.r.Kind)
 	of := rc.entity(k+".of", a.Of, "counted")
 	into := rc.entity(k+".into", a.Into, "target")
-	if a.Attribute == "" {
+	switch {
+	case rc.r.Kind == KindLatest:
+		rc.checkLatest(a, of, into)
+	case a.Attribute == "":
 		rc.add(rc.pos(k+".attribute", k), "%s needs attribute: the attribute of %s that holds the result", k, orName(a.Into, "the target"))
-	} else {
+	default:
 		rc.write(into, a.Attribute, rc.pos(k+".attribute", k), k+".attribute")
 	}
 	switch {
@@ -266,7 +269,14 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 	case rc.r.Kind == KindSum:
 		rc.read(of, a.Value, rc.pos("sum.value", "sum"), "sum.value")
 		rc.watch(of, a.Value)
-	case a.Value != "":
+	case rc.r.Kind == KindLatest:
+		// by and set are checked by checkLatest
+	case rc.r.Kind.Extreme() && a.Value == "":
+		rc.add(rc.pos(k+".value", k), "%s needs value: the number or string attribute of %s to compare", k, orName(a.Of, "the source entity"))
+	case rc.r.Kind.Extreme():
+		rc.read(of, a.Value, rc.pos(k+".value", k), k+".value")
+		rc.watch(of, a.Value)
+	case a.Value != "" && rc.r.Kind == KindCount:
 		rc.add(rc.pos(k, k), "count has no value: it adds 1 per item; use sum to add up an attribute")
 	}
 	order := a.WhereOrder
@@ -293,7 +303,11 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 	if of == nil || into == nil || of.broken() || into.broken() {
 		return
 	}
-	rc.checkAggBucket(a, into)
+	if rc.r.Kind.Extreme() {
+		rc.checkExtreme(a, of, into)
+	} else {
+		rc.checkAggBucket(a, into)
+	}
 	spec := rc.v.f.Table
 	pksk := []string{spec.PartitionKey, spec.SortKey}
 	// The variables that pick the target are watched: changing them moves the item from one

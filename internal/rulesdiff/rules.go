@@ -34,6 +34,14 @@ func fields(r *rules.CompiledRule) []field {
 			field{"missingTarget", orDefault(a.MissingTarget, rules.MissingSkip)},
 			field{"exactlyOnce", exactlyOnce(r)},
 			field{"ttl", ttl(r)})
+	case rules.KindMax, rules.KindMin:
+		a := r.Agg
+		return []field{{"of", a.Of}, {"into", a.Into}, {"attribute", a.Attribute}, {"value", a.Value},
+			{"where", where(a.Where)}, {"query", r.Extreme.Way()}}
+	case rules.KindLatest:
+		a := r.Agg
+		return []field{{"of", a.Of}, {"into", a.Into}, {"by", a.By}, {"set", mapping(a.Set)},
+			{"where", where(a.Where)}, {"query", r.Extreme.Way()}}
 	default:
 		panic(fmt.Sprintf("rulesdiff: rule %q has unknown kind %q", r.Name, r.Kind))
 	}

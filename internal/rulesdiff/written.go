@@ -22,6 +22,10 @@ func RuleWrites(r *rules.CompiledRule) []string {
 		return append(append([]string(nil), r.Mirror.Attributes...), r.VersionAttr)
 	case rules.KindCount, rules.KindSum:
 		return append([]string{r.Agg.Attribute}, counterBookkeeping...)
+	case rules.KindMax, rules.KindMin:
+		return []string{r.Agg.Attribute} // no bookkeeping: raises and recomputes need none
+	case rules.KindLatest:
+		return append(append([]string(nil), r.Agg.SetOrder...), r.LatestBy, r.LatestKey)
 	default:
 		panic("rulesdiff: rule " + r.Name + " has unknown kind " + string(r.Kind))
 	}

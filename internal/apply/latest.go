@@ -1,0 +1,195 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/exprval"
+	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// latest applies one latest group as extreme does a max: the raise copies the source's
+// attributes with its by value and key; a value that left costs one read, and one
+// recompute only when its source may have been the latest.
+func (r *run) latest(g *plan.ExtremeGroup) error {
+	if g.Raise != nil {
+		if err := r.raiseLatest(g); err != nil {
+			return err
+		}
+	}
+	if g.Recheck == nil && !g.Recompute {
+		return nil
+	}
+	rule := g.Rule
+	for range extremeAttempts {
+		stored, exists, err := r.readLatest(g)
+		if err != nil || !exists {
+			return err
+		}
+		sv, sk := stored[rule.LatestBy], stringOf(stored[rule.LatestKey])
+		if sv != nil && !plan.Comparable(sv) {
+			g.Recompute = true
+		}
+		if !g.Recompute && (sv == nil || plan.LatestBetter(sv, sk, g.Recheck, g.RecheckKey)) {
+			r.count(func(s *Stats) { s.ExtremesKept++ })
+			return nil
+		}
+		r.count(func(s *Stats) { s.ExtremeRecomputes++ })
+		best, err := RecomputeBest(r.ctx, r.x.api, r.x.table, rule, g.Target, g.QueryPK, func(out *dynamodb.QueryOutput, err error) error {
+			if out != nil {
+				r.consumed(false, out.ConsumedCapacity)
+			}
+			return err
+		}, r.do)
+		if err != nil {
+			return err
+		}
+		if best == nil && sv == nil {
+			return nil
+		}
+		err = r.writeLatest(g, stored, best)
+		if _, refused := isCondFailed(err); refused {
+			continue
+		}
+		return err
+	}
+	return fmt.Errorf("%s on %s %s: %w", rule.Name, g.Target.PK, g.Target.SK, ErrExtremeConflict)
+}
+
+func stringOf(v types.AttributeValue) string {
+	if s, ok := v.(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
+
+// latestUpdate sets what the target copies from a source: its set attributes, by value
+// and key.
+func latestUpdate(rule *rules.CompiledRule, by types.AttributeValue, key string, set []plan.AttrValue, remove []string) expression.UpdateBuilder {
+	ub := expression.Set(expression.Name(rule.LatestBy), exprval.Of(by)).Set(expression.Name(rule.LatestKey), exprval.Str(key))
+	for _, a := range set {
+		ub = ub.Set(expression.Name(a.Name), exprval.Of(a.Value))
+	}
+	for _, a := range remove {
+		ub = ub.Remove(expression.Name(a))
+	}
+	return ub
+}
+
+// raiseLatest writes the group's source if it comes after the one the target holds, or is
+// that source (same value and key: its newer attributes).
+func (r *run) raiseLatest(g *plan.ExtremeGroup) error {
+	x := r.x
+	rule := g.Rule
+	by, key := expression.Name(rule.LatestBy), expression.Name(rule.LatestKey)
+	beats := by.LessThan(exprval.Of(g.Raise)).
+		Or(by.Equal(exprval.Of(g.Raise)).And(key.LessThanEqual(exprval.Str(g.Key))))
+	if _, isStr := g.Raise.(*types.AttributeValueMemberS); isStr {
+		beats = beats.Or(expression.AttributeType(by, expression.Number))
+	}
+	cond := exists(x.set.Table.PartitionKey).And(expression.AttributeNotExists(by).Or(beats))
+	e, err := expression.NewBuilder().WithUpdate(latestUpdate(rule, g.Raise, g.Key, g.Set, g.Remove)).WithCondition(cond).Build()
+	if err != nil {
+		return fmt.Errorf("building latest raise: %w", err)
+	}
+	err = r.do("raising "+rule.Name+" of "+g.Target.PK+" "+g.Target.SK, func(ctx context.Context) error {
+		out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(x.table), Key: x.key(g.Target),
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		r.written(GuardExtreme, out, err)
+		return err
+	})
+	if _, refused := isCondFailed(err); refused {
+		return nil
+	}
+	if err == nil {
+		r.count(func(s *Stats) { s.ExtremeRaises++ })
+	}
+	return err
+}
+
+// readLatest reads the target's by value and key with one consistent GetItem.
+func (r *run) readLatest(g *plan.ExtremeGroup) (record.Item, bool, error) {
+	x := r.x
+	e, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(x.set.Table.PartitionKey),
+		expression.Name(g.Rule.LatestBy), expression.Name(g.Rule.LatestKey))).Build()
+	if err != nil {
+		return nil, false, fmt.Errorf("building latest read: %w", err)
+	}
+	var item map[string]types.AttributeValue
+	err = r.do("reading "+g.Target.PK+" "+g.Target.SK, func(ctx context.Context) error {
+		out, err := x.api.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String(x.table), Key: x.key(g.Target), ConsistentRead: aws.Bool(true),
+			ProjectionExpression: e.Projection(), ExpressionAttributeNames: e.Names(),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		if out != nil {
+			r.consumed(false, out.ConsumedCapacity)
+			item = out.Item
+		}
+		return err
+	})
+	if err != nil || item == nil {
+		return nil, false, err
+	}
+	return item, true, nil
+}
+
+// writeLatest copies best (nil: remove everything the rule keeps) on condition that the
+// target's by value and key are still as read.
+func (r *run) writeLatest(g *plan.ExtremeGroup, stored record.Item, best map[string]types.AttributeValue) error {
+	x := r.x
+	e, err := LatestWrite(x.set.Table.PartitionKey, g.Rule, stored, best)
+	if err != nil {
+		return err
+	}
+	return r.do("writing the recomputed "+g.Rule.Name+" of "+g.Target.PK+" "+g.Target.SK, func(ctx context.Context) error {
+		out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(x.table), Key: x.key(g.Target),
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		r.written(GuardExtreme, out, err)
+		return err
+	})
+}
+
+// LatestWrite builds the write of a recomputed latest: best's attributes, by value and key
+// (REMOVE of them all when best is nil), on condition that the target's by value and key
+// are still those of stored. Shared with `denorm verify --repair`.
+func LatestWrite(pkAttr string, rule *rules.CompiledRule, stored record.Item, best map[string]types.AttributeValue) (expression.Expression, error) {
+	var ub expression.UpdateBuilder
+	if best == nil {
+		ub = expression.Remove(expression.Name(rule.LatestBy)).Remove(expression.Name(rule.LatestKey))
+		for _, t := range rule.Agg.SetOrder {
+			ub = ub.Remove(expression.Name(t))
+		}
+	} else {
+		set, remove := plan.LatestValues(rule, best)
+		ub = latestUpdate(rule, plan.ExtremeValue(rule, best), plan.LatestKey(rule, best), set, remove)
+	}
+	cond := exists(pkAttr)
+	for _, a := range []string{rule.LatestBy, rule.LatestKey} {
+		if v := stored[a]; v != nil {
+			cond = cond.And(expression.Name(a).Equal(exprval.Of(v)))
+		} else {
+			cond = cond.And(expression.AttributeNotExists(expression.Name(a)))
+		}
+	}
+	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
+	if err != nil {
+		return e, fmt.Errorf("building latest write: %w", err)
+	}
+	return e, nil
+}

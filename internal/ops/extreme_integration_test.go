@@ -1,0 +1,73 @@
+package ops_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/ops/opstest"
+)
+
+func sv(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func nv(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+
+// Verify finds max and min targets that differ from their sources (wrong, missing, held
+// without a source, a number where the sources' strings are), --repair recomputes them
+// from one query of their sources, and a second verify is clean.
+func TestVerifyAndRepairExtremes(t *testing.T) {
+	items := []opstest.Item{
+		// post p1: comments at 01-02 (visible), 01-05 (hidden), 01-03 (visible); lastCommentAt wrong.
+		{"pk": sv("POST#p1"), "sk": sv("METADATA"), "lastCommentAt": sv("2026-01-05"), "firstCommentAt": sv("2026-01-02")},
+		{"pk": sv("POST#p1"), "sk": sv("COMMENT#a"), "createdAt": sv("2026-01-02"), "status": sv("visible")},
+		{"pk": sv("POST#p1"), "sk": sv("COMMENT#b"), "createdAt": sv("2026-01-05"), "status": sv("hidden")},
+		{"pk": sv("POST#p1"), "sk": sv("COMMENT#c"), "createdAt": sv("2026-01-03"), "status": sv("visible")},
+		// post p2: no comments, but holds both (drift: should be absent).
+		{"pk": sv("POST#p2"), "sk": sv("METADATA"), "lastCommentAt": sv("2026-01-01"), "firstCommentAt": nv("3")},
+		// product x: offers 30, 10 (inactive), 20; cheapest missing, highest right.
+		{"pk": sv("PRODUCT#x"), "sk": sv("PRODUCT"), "highestPrice": nv("30"), "latestPrice": nv("30")},
+		{"pk": sv("SELLER#s1"), "sk": sv("OFFER#o1"), "gsi1pk": sv("PRODUCT#x"), "gsi1sk": sv("OFFER#o1"), "price": nv("30"), "active": &types.AttributeValueMemberBOOL{Value: true}, "listedAt": sv("2026-03-01")},
+		{"pk": sv("SELLER#s2"), "sk": sv("OFFER#o2"), "gsi1pk": sv("PRODUCT#x"), "gsi1sk": sv("OFFER#o2"), "price": nv("10"), "active": &types.AttributeValueMemberBOOL{Value: false}},
+		{"pk": sv("SELLER#s2"), "sk": sv("OFFER#o3"), "gsi1pk": sv("PRODUCT#x"), "gsi1sk": sv("OFFER#o3"), "price": nv("20.0"), "active": &types.AttributeValueMemberBOOL{Value: true}, "listedAt": sv("2026-03-01")},
+		// offers of a product that does not exist: nothing to check or create.
+		{"pk": sv("SELLER#s3"), "sk": sv("OFFER#o4"), "gsi1pk": sv("PRODUCT#gone"), "gsi1sk": sv("OFFER#o4"), "price": nv("5"), "active": &types.AttributeValueMemberBOOL{Value: true}},
+	}
+	fx := newFixtureOf(t, "../rules/testdata/valid/extremes.yaml", items)
+	cfg := fx.config(false)
+	cfg.Mode = "verify"
+	rep := fx.run(cfg)
+	// product x's latest offer is o3: listed the same day as o1, its key is greater.
+	want := map[string]int{"post-last-comment": 2, "post-first-comment": 1, "product-cheapest": 1, "product-latest-offer": 1}
+	if got := drift(rep); len(got) != len(want) || got["post-last-comment"] != 2 || got["post-first-comment"] != 1 || got["product-cheapest"] != 1 || got["product-latest-offer"] != 1 {
+		t.Errorf("drift %v, want %v", got, want)
+	}
+	cfg = fx.config(true)
+	cfg.Mode = "verify --repair"
+	fx.run(cfg)
+	cfg = fx.config(false)
+	cfg.Mode = "verify after repair"
+	requireClean(t, fx.run(cfg))
+	get := func(pk, sk string) map[string]types.AttributeValue {
+		out, err := fx.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(fx.table), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{"pk": sv(pk), "sk": sv(sk)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Item
+	}
+	if v, _ := get("POST#p1", "METADATA")["lastCommentAt"].(*types.AttributeValueMemberS); v == nil || v.Value != "2026-01-03" {
+		t.Errorf("lastCommentAt of p1: %v, want 2026-01-03", v)
+	}
+	if it := get("POST#p2", "METADATA"); it["lastCommentAt"] != nil || it["firstCommentAt"] != nil {
+		t.Errorf("p2 without comments: %v", it)
+	}
+	if it := get("PRODUCT#x", "PRODUCT"); !reflect.DeepEqual(it["latestPrice"], nv("20")) || !reflect.DeepEqual(it["latestOfferActive"], &types.AttributeValueMemberBOOL{Value: true}) {
+		t.Errorf("latest offer of x: %v %v, want o3's 20 and true", it["latestPrice"], it["latestOfferActive"])
+	}
+	if v, _ := get("PRODUCT#x", "PRODUCT")["cheapestPrice"].(*types.AttributeValueMemberN); v == nil || v.Value != "20" {
+		t.Errorf("cheapestPrice of x: %v, want 20 (DynamoDB normalizes 20.0)", v)
+	}
+}

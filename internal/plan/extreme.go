@@ -1,0 +1,323 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/keys"
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// Extreme is what one record asks of a max or min rule's target.
+type Extreme struct {
+	Rule   *rules.CompiledRule
+	Target Key
+	// Raise is a source's value to write if it beats the stored one (nil: none): one
+	// conditional UpdateItem, idempotent, so redelivery needs no guard.
+	Raise types.AttributeValue
+	// Recheck is a value that left the target (its source deleted, lowered, moved away or
+	// out of the where): if the stored value is not better than it, it may have been the
+	// extreme, and the target is recomputed from its sources (nil: none).
+	Recheck types.AttributeValue
+	// Recompute asks for a recomputation whatever is stored: the target was inserted (its
+	// sources may have come first) or its attribute was removed.
+	Recompute bool
+	// QueryPK is the partition value of the query that reads the target's sources
+	// (Rule.Extreme), rendered from the record's item.
+	QueryPK string
+	// For latest: Key is the raising source's key (LatestKey), which breaks ties of Raise;
+	// Set and Remove are what it copies; RecheckKey is the key of the source whose value
+	// left.
+	Key        string
+	Set        []AttrValue
+	Remove     []string
+	RecheckKey string
+}
+
+// sortAttr is the attribute a max or min compares, or the one latest orders by.
+func sortAttr(r *rules.CompiledRule) string {
+	if r.Kind == rules.KindLatest {
+		return r.Agg.By
+	}
+	return r.Agg.Value
+}
+
+// LatestKey is the tie-break of latest: the source's primary key, pk and sk joined by a
+// NUL, which sorts before every other character, so the pair compares as (pk, sk).
+func LatestKey(r *rules.CompiledRule, item record.Item) string {
+	k := ""
+	if v, ok := item[r.Source.Keys[0].Attr].(*types.AttributeValueMemberS); ok {
+		k = v.Value
+	}
+	if r.Source.SK != nil {
+		if v, ok := item[r.Source.Keys[1].Attr].(*types.AttributeValueMemberS); ok {
+			k += "\x00" + v.Value
+		}
+	}
+	return k
+}
+
+// LatestValues is what latest rule r copies from source item: the set attributes it has,
+// and the ones it lacks (to remove from the target).
+func LatestValues(r *rules.CompiledRule, item record.Item) ([]AttrValue, []string) {
+	var set []AttrValue
+	var remove []string
+	for _, t := range r.Agg.SetOrder {
+		if v, ok := item[r.Agg.Set[t]]; ok {
+			set = append(set, AttrValue{Name: t, Value: v})
+		} else {
+			remove = append(remove, t)
+		}
+	}
+	return set, remove
+}
+
+// LatestBetter reports whether (a, ak) comes after (b, bk): by value, then by key. nil
+// values come first.
+func LatestBetter(a types.AttributeValue, ak string, b types.AttributeValue, bk string) bool {
+	if a == nil {
+		return false
+	}
+	if b == nil {
+		return true
+	}
+	if c := CompareValues(a, b); c != 0 {
+		return c > 0
+	}
+	return ak > bk
+}
+
+// ExtremeValue returns the value item contributes to a max or min rule: its value attribute
+// when that is a number or a string, nil otherwise (the item is then left out, like an item
+// that links to no target).
+func ExtremeValue(r *rules.CompiledRule, item record.Item) types.AttributeValue {
+	switch v := item[sortAttr(r)].(type) {
+	case *types.AttributeValueMemberS:
+		return v
+	case *types.AttributeValueMemberN:
+		if _, err := ParseNumber(v.Value); err == nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// CompareValues orders the values of max and min rules: numbers by value, strings byte by
+// byte (as DynamoDB compares them), and every number before every string. Other types and
+// nil come first. It returns -1, 0 or +1.
+func CompareValues(a, b types.AttributeValue) int {
+	ra, rb := rank(a), rank(b)
+	if ra != rb {
+		if ra < rb {
+			return -1
+		}
+		return 1
+	}
+	switch x := a.(type) {
+	case *types.AttributeValueMemberN:
+		na, _ := ParseNumber(x.Value)
+		nb, _ := ParseNumber(b.(*types.AttributeValueMemberN).Value)
+		return na.rat().Cmp(nb.rat())
+	case *types.AttributeValueMemberS:
+		return strings.Compare(x.Value, b.(*types.AttributeValueMemberS).Value)
+	}
+	return 0
+}
+
+// Comparable reports whether v is a value max and min compare: a number or a string.
+func Comparable(v types.AttributeValue) bool { return rank(v) > 0 }
+
+func rank(v types.AttributeValue) int {
+	switch v.(type) {
+	case *types.AttributeValueMemberN:
+		return 1
+	case *types.AttributeValueMemberS:
+		return 2
+	}
+	return 0
+}
+
+// Better reports whether a beats b under rule kind k (greater for max, less for min). A
+// value beats nil; equal values do not beat each other.
+func Better(k rules.Kind, a, b types.AttributeValue) bool {
+	if a == nil {
+		return false
+	}
+	if b == nil {
+		return true
+	}
+	c := CompareValues(a, b)
+	if k == rules.KindMin {
+		return c < 0
+	}
+	return c > 0 // max; latest orders like max (its ties are broken by LatestBetter)
+}
+
+// extreme plans a max or min rule for an item that is (or was) its source.
+func (e *eval) extreme(r *rules.CompiledRule, wasSrc, isSrc bool) error {
+	a := r.Agg
+	var oldV, newV types.AttributeValue
+	if wasSrc && where(a, e.c.Old) {
+		oldV = ExtremeValue(r, e.c.Old)
+	}
+	if isSrc && where(a, e.c.New) {
+		newV = ExtremeValue(r, e.c.New)
+	}
+	var oldX, newX Extreme
+	var err error
+	if oldV != nil {
+		if oldX, err = e.extremeAt(r, true); err != nil {
+			if !e.unlinked(err) {
+				return err
+			}
+			oldV = nil // it counted nowhere
+		}
+	}
+	if newV != nil {
+		if newX, err = e.extremeAt(r, false); err != nil {
+			if !e.unlinked(err) {
+				return err
+			}
+			newV = nil // it counts nowhere now
+		}
+	}
+	same := oldV != nil && newV != nil && oldX.Target == newX.Target
+	latest := r.Kind == rules.KindLatest
+	if same && CompareValues(oldV, newV) == 0 && (!latest || !e.changed(setSources(r))) {
+		return nil
+	}
+	if newV != nil {
+		newX.Raise = newV
+		if latest {
+			newX.Key = LatestKey(r, e.c.New)
+			newX.Set, newX.Remove = LatestValues(r, e.c.New)
+		}
+		if same && CompareValues(newV, oldV) != 0 && !Better(r.Kind, newV, oldV) {
+			newX.Recheck = oldV // lowered (max) or raised (min): it may have been the extreme
+			if latest {
+				newX.RecheckKey = LatestKey(r, e.c.Old)
+			}
+		}
+		e.rp.Extremes = append(e.rp.Extremes, newX)
+	}
+	if oldV != nil && !same {
+		oldX.Recheck = oldV
+		if latest {
+			oldX.RecheckKey = LatestKey(r, e.c.Old)
+		}
+		e.rp.Extremes = append(e.rp.Extremes, oldX)
+	}
+	return nil
+}
+
+// setSources are the source attributes latest rule r copies.
+func setSources(r *rules.CompiledRule) []string {
+	out := make([]string, 0, len(r.Agg.SetOrder))
+	for _, t := range r.Agg.SetOrder {
+		out = append(out, r.Agg.Set[t])
+	}
+	return out
+}
+
+// extremeAt renders the target of rule r and its sources' query from the old or new image.
+func (e *eval) extremeAt(r *rules.CompiledRule, old bool) (Extreme, error) {
+	t, err := e.render(old, r.Target)
+	if err != nil {
+		return Extreme{}, err
+	}
+	b := e.newB
+	if old {
+		b = e.oldB
+	}
+	q, err := b.Render(r.Extreme.PK)
+	if err != nil {
+		return Extreme{}, err
+	}
+	return Extreme{Rule: r, Target: t, QueryPK: q}, nil
+}
+
+// extremeTarget plans a max or min rule for an item that is its target: one inserted (its
+// sources may have been written before it) or whose attribute was removed (an application's
+// PutItem that dropped it) is recomputed from its sources.
+func (e *eval) extremeTarget(r *rules.CompiledRule) error {
+	switch {
+	case e.c.Op == record.Insert:
+	case e.c.Op == record.Modify && e.oldE == r.Target && e.c.Old[heldAttr(r)] != nil && e.c.New[heldAttr(r)] == nil:
+	default:
+		return nil
+	}
+	q, err := e.newB.Render(r.Extreme.PK)
+	if err != nil {
+		if e.unlinked(err) {
+			return nil
+		}
+		return fmt.Errorf("rendering the query of %s's sources: %w", r.Target.Name, err)
+	}
+	e.rp.Extremes = append(e.rp.Extremes, Extreme{Rule: r, Target: e.key(e.newB, r.Target), Recompute: true, QueryPK: q})
+	return nil
+}
+
+// heldAttr is the target attribute whose loss makes a max, min or latest recompute.
+func heldAttr(r *rules.CompiledRule) string {
+	if r.Kind == rules.KindLatest {
+		return r.LatestBy
+	}
+	return r.Agg.Attribute
+}
+
+// ExtremeSource returns the target and the value that item gives max or min rule r: false
+// when it is no source of r, fails the rule's where, has no number or string value, or
+// links to no target. The recompute and `denorm verify` read sources with it.
+func ExtremeSource(r *rules.CompiledRule, item record.Item) (Key, types.AttributeValue, bool) {
+	b, ok := r.Source.Match(item, nil)
+	if !ok || !where(r.Agg, item) {
+		return Key{}, nil, false
+	}
+	v := ExtremeValue(r, item)
+	if v == nil {
+		return Key{}, nil, false
+	}
+	k, err := renderKey(b, r.Target)
+	if err != nil {
+		return Key{}, nil, false
+	}
+	return k, v, true
+}
+
+// ExtremeProjection is what a recompute reads of each source: the attributes that
+// recognise it and render its target, its value and its where attributes.
+func ExtremeProjection(r *rules.CompiledRule) []string {
+	var out []string
+	add := func(a string) {
+		if a != "" && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	for _, k := range r.Source.Keys {
+		add(k.Attr)
+	}
+	add(r.Source.TypeAttr)
+	add(sortAttr(r))
+	for _, t := range r.Agg.SetOrder {
+		add(r.Agg.Set[t])
+	}
+	for _, w := range r.Agg.WhereOrder {
+		add(w)
+	}
+	// Target variables a source holds as plain attributes (Post.userId -> USER#{userId}).
+	for _, t := range []*keys.Template{r.Target.PK, r.Target.SK} {
+		if t == nil {
+			continue
+		}
+		for _, v := range t.Vars() {
+			if slices.Contains(r.Source.Attributes, v) {
+				add(v)
+			}
+		}
+	}
+	return out
+}
