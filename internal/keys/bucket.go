@@ -63,7 +63,39 @@ func widthHint(s string) string {
 }
 
 // Bucket renders the bucket of width w that holds t, in UTC.
-func (w Width) Bucket(t time.Time) string { return t.UTC().Format(layouts[w]) }
+func (w Width) Bucket(t time.Time) string {
+	var buf [16]byte
+	return string(w.AppendBucket(buf[:0], t))
+}
+
+// AppendBucket appends the bucket of width w that holds t, in UTC, to b: Bucket without
+// an allocation of its own, for the key renderer on every record's path. Years are
+// 0000 to 9999 (ParseTime refuses others).
+func (w Width) AppendBucket(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	y, m, d := t.Date()
+	b = appendDigits(b, y, 4)
+	if w <= Month {
+		b = appendDigits(append(b, '-'), int(m), 2)
+	}
+	if w <= Day {
+		b = appendDigits(append(b, '-'), d, 2)
+	}
+	if w == Hour {
+		b = appendDigits(append(b, 'T'), t.Hour(), 2)
+	}
+	return b
+}
+
+// appendDigits appends n, zero-padded to width digits (n is not negative).
+func appendDigits(b []byte, n, width int) []byte {
+	var d [4]byte
+	for i := width - 1; i >= 0; i-- {
+		d[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return append(b, d[:width]...)
+}
 
 // Start parses a rendered bucket of width w and returns the instant it begins. Only the
 // exact rendered form is accepted: "2026-11-23" is a day, "2026-11-31" or "2026-11-23Z"
@@ -72,11 +104,45 @@ func (w Width) Start(bucket string) (time.Time, error) {
 	if w < Hour || w > Year {
 		return time.Time{}, fmt.Errorf("no bucket width %d", uint8(w))
 	}
-	t, err := time.Parse(layouts[w], bucket)
-	if err != nil || t.Format(layouts[w]) != bucket {
+	// Read by hand, not by time.Parse: every record of a bucketed rule's sources goes
+	// through here (Template.Match, CompiledRule.Expiry), and time.Parse allocates.
+	bad := func() (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%q is not a %s bucket (%s)", bucket, w, layouts[w])
 	}
-	return t, nil
+	if len(bucket) != len(layouts[w]) {
+		return bad()
+	}
+	num := func(i, n int) int {
+		v := 0
+		for _, c := range []byte(bucket[i : i+n]) {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	year, month, day, hour := num(0, 4), 1, 1, 0
+	if year < 0 {
+		return bad()
+	}
+	if w <= Month {
+		if month = num(5, 2); bucket[4] != '-' || month < 1 || month > 12 {
+			return bad()
+		}
+	}
+	if w <= Day {
+		last := time.Date(year, time.Month(month)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+		if day = num(8, 2); bucket[7] != '-' || day < 1 || day > last {
+			return bad()
+		}
+	}
+	if w == Hour {
+		if hour = num(11, 2); bucket[10] != 'T' || hour < 0 || hour > 23 {
+			return bad()
+		}
+	}
+	return time.Date(year, time.Month(month), day, hour, 0, 0, 0, time.UTC), nil
 }
 
 // End returns the instant after the bucket that starts at start: the start of the next one.
@@ -145,12 +211,14 @@ func parseEpoch(v string) (t time.Time, ok bool, err error) {
 		neg = s[0] == '-'
 		s = s[1:]
 	}
-	mant, expS, hasExp := strings.Cut(strings.ToLower(s), "e")
+	mant, expS, hasExp := s, "", false
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant, expS, hasExp = s[:i], s[i+1:], true
+	}
 	intPart, frac, hasPoint := strings.Cut(mant, ".")
 	if intPart+frac == "" || (intPart != "" && !isDigits(intPart)) || (frac != "" && !isDigits(frac)) || (hasPoint && intPart == "") {
 		return time.Time{}, false, nil
 	}
-	outOfRange := fmt.Errorf("%w: %q: epoch seconds out of range (years 0000 to 9999; epoch milliseconds are not read as seconds)", ErrNotTime, v)
 	exp := 0
 	if hasExp {
 		e := strings.TrimPrefix(expS, "+")
@@ -160,7 +228,7 @@ func parseEpoch(v string) (t time.Time, ok bool, err error) {
 			return time.Time{}, true, fmt.Errorf("%w: %q: not a number", ErrNotTime, v)
 		}
 		if len(e) > 3 {
-			return time.Time{}, true, outOfRange
+			return time.Time{}, true, errEpochRange(v)
 		}
 		for _, c := range e {
 			exp = exp*10 + int(c-'0')
@@ -180,7 +248,7 @@ func parseEpoch(v string) (t time.Time, ok bool, err error) {
 		fracNonZero = true
 	case point >= len(digits):
 		if point > 13 {
-			return time.Time{}, true, outOfRange
+			return time.Time{}, true, errEpochRange(v)
 		}
 		whole = digits + strings.Repeat("0", point-len(digits))
 	default:
@@ -188,7 +256,7 @@ func parseEpoch(v string) (t time.Time, ok bool, err error) {
 		fracNonZero = strings.Trim(digits[point:], "0") != ""
 	}
 	if len(whole) > 12 {
-		return time.Time{}, true, outOfRange
+		return time.Time{}, true, errEpochRange(v)
 	}
 	var sec int64
 	for _, c := range whole {
@@ -202,9 +270,14 @@ func parseEpoch(v string) (t time.Time, ok bool, err error) {
 	}
 	t = time.Unix(sec, 0).UTC()
 	if t.Before(minTime) || !t.Before(maxTime) {
-		return time.Time{}, true, outOfRange
+		return time.Time{}, true, errEpochRange(v)
 	}
 	return t, true, nil
+}
+
+// errEpochRange is parseEpoch's error for a number of seconds outside years 0000 to 9999.
+func errEpochRange(v string) error {
+	return fmt.Errorf("%w: %q: epoch seconds out of range (years 0000 to 9999; epoch milliseconds are not read as seconds)", ErrNotTime, v)
 }
 
 // parseISO reads ISO 8601 extended format, reduced precision allowed (see ParseTime).

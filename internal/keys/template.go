@@ -221,7 +221,8 @@ func (t *Template) Render(get Lookup) (string, error) {
 			if err != nil {
 				return "", fmt.Errorf("key %q: %w {%s:%s}: %w", t.src, ErrNoValue, p.Var, p.Bucket, err)
 			}
-			b.WriteString(p.Bucket.Bucket(bt))
+			var buf [16]byte
+			b.Write(p.Bucket.AppendBucket(buf[:0], bt))
 			continue
 		}
 		if strings.IndexByte(v, Sep) >= 0 {

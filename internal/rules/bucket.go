@@ -96,7 +96,8 @@ func (r *CompiledRule) Expiry(pk, sk string) (time.Time, bool) {
 		if k.t == nil {
 			continue
 		}
-		vals, ok := k.t.Match(k.v, nil)
+		var buf [8]string
+		vals, ok := k.t.Match(k.v, buf[:0])
 		if !ok {
 			return time.Time{}, false
 		}
