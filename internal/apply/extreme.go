@@ -98,16 +98,7 @@ func (r *run) raise(g *plan.ExtremeGroup) error {
 	if err != nil {
 		return fmt.Errorf("building %s raise: %w", g.Rule.Kind, err)
 	}
-	err = r.do("raising "+attr+" of "+g.Target.PK+" "+g.Target.SK, func(ctx context.Context) error {
-		out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(x.table), Key: x.key(g.Target),
-			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		})
-		r.written(GuardExtreme, out, err)
-		return err
-	})
+	err = r.updateItem("raising "+attr+" of "+g.Target.PK+" "+g.Target.SK, x.key(g.Target), e, GuardExtreme)
 	if _, refused := isCondFailed(err); refused {
 		return nil // the stored value is as good, or the target does not exist: both normal
 	}
@@ -119,25 +110,7 @@ func (r *run) raise(g *plan.ExtremeGroup) error {
 
 // readExtreme reads the target's attribute with one consistent GetItem.
 func (r *run) readExtreme(g *plan.ExtremeGroup) (types.AttributeValue, bool, error) {
-	x := r.x
-	e, err := expression.NewBuilder().WithProjection(expression.NamesList(
-		expression.Name(x.set.Table.PartitionKey), expression.Name(g.Rule.Agg.Attribute))).Build()
-	if err != nil {
-		return nil, false, fmt.Errorf("building %s read: %w", g.Rule.Kind, err)
-	}
-	var item map[string]types.AttributeValue
-	err = r.do("reading "+g.Target.PK+" "+g.Target.SK, func(ctx context.Context) error {
-		out, err := x.api.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(x.table), Key: x.key(g.Target), ConsistentRead: aws.Bool(true),
-			ProjectionExpression: e.Projection(), ExpressionAttributeNames: e.Names(),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		})
-		if out != nil {
-			r.consumed(false, out.ConsumedCapacity)
-			item = out.Item
-		}
-		return err
-	})
+	item, err := r.getItem("reading "+g.Target.PK+" "+g.Target.SK, r.x.key(g.Target), r.x.set.Table.PartitionKey, g.Rule.Agg.Attribute)
 	if err != nil || item == nil {
 		return nil, false, err
 	}
@@ -254,15 +227,6 @@ func (r *run) writeExtreme(g *plan.ExtremeGroup, stored, best types.AttributeVal
 	if err != nil {
 		return fmt.Errorf("building %s write: %w", g.Rule.Kind, err)
 	}
-	err = r.do("writing the recomputed "+g.Rule.Agg.Attribute+" of "+g.Target.PK+" "+g.Target.SK, func(ctx context.Context) error {
-		out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(x.table), Key: x.key(g.Target),
-			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		})
-		r.written(GuardExtreme, out, err)
-		return err
-	})
+	err = r.updateItem("writing the recomputed "+g.Rule.Agg.Attribute+" of "+g.Target.PK+" "+g.Target.SK, x.key(g.Target), e, GuardExtreme)
 	return err
 }

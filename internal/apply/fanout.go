@@ -262,15 +262,7 @@ func (r *run) continueJob(item map[string]types.AttributeValue) error {
 	if err != nil {
 		return err
 	}
-	err = r.do("saving fan-out cursor", func(ctx context.Context) error {
-		out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(x.table), Key: key, UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		})
-		r.written(GuardJob, out, err)
-		return err
-	})
+	err = r.updateItem("saving fan-out cursor", key, e, GuardJob)
 	if _, ok := isCondFailed(err); ok {
 		return nil
 	}

@@ -1,10 +1,8 @@
 package apply
 
 import (
-	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -99,16 +97,7 @@ func (r *run) raiseLatest(g *plan.ExtremeGroup) error {
 	if err != nil {
 		return fmt.Errorf("building latest raise: %w", err)
 	}
-	err = r.do("raising "+rule.Name+" of "+g.Target.PK+" "+g.Target.SK, func(ctx context.Context) error {
-		out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(x.table), Key: x.key(g.Target),
-			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		})
-		r.written(GuardExtreme, out, err)
-		return err
-	})
+	err = r.updateItem("raising "+rule.Name+" of "+g.Target.PK+" "+g.Target.SK, x.key(g.Target), e, GuardExtreme)
 	if _, refused := isCondFailed(err); refused {
 		return nil
 	}
@@ -120,25 +109,8 @@ func (r *run) raiseLatest(g *plan.ExtremeGroup) error {
 
 // readLatest reads the target's by value and key with one consistent GetItem.
 func (r *run) readLatest(g *plan.ExtremeGroup) (record.Item, bool, error) {
-	x := r.x
-	e, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(x.set.Table.PartitionKey),
-		expression.Name(g.Rule.LatestBy), expression.Name(g.Rule.LatestKey))).Build()
-	if err != nil {
-		return nil, false, fmt.Errorf("building latest read: %w", err)
-	}
-	var item map[string]types.AttributeValue
-	err = r.do("reading "+g.Target.PK+" "+g.Target.SK, func(ctx context.Context) error {
-		out, err := x.api.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(x.table), Key: x.key(g.Target), ConsistentRead: aws.Bool(true),
-			ProjectionExpression: e.Projection(), ExpressionAttributeNames: e.Names(),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		})
-		if out != nil {
-			r.consumed(false, out.ConsumedCapacity)
-			item = out.Item
-		}
-		return err
-	})
+	item, err := r.getItem("reading "+g.Target.PK+" "+g.Target.SK, r.x.key(g.Target),
+		r.x.set.Table.PartitionKey, g.Rule.LatestBy, g.Rule.LatestKey)
 	if err != nil || item == nil {
 		return nil, false, err
 	}
@@ -153,16 +125,7 @@ func (r *run) writeLatest(g *plan.ExtremeGroup, stored record.Item, best map[str
 	if err != nil {
 		return err
 	}
-	return r.do("writing the recomputed "+g.Rule.Name+" of "+g.Target.PK+" "+g.Target.SK, func(ctx context.Context) error {
-		out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(x.table), Key: x.key(g.Target),
-			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		})
-		r.written(GuardExtreme, out, err)
-		return err
-	})
+	return r.updateItem("writing the recomputed "+g.Rule.Name+" of "+g.Target.PK+" "+g.Target.SK, x.key(g.Target), e, GuardExtreme)
 }
 
 // LatestWrite builds the write of a recomputed latest: best's attributes, by value and key

@@ -74,16 +74,7 @@ func (r *run) update(t plan.Key, ver, version string, set []plan.AttrValue, remo
 	if seen != "" {
 		guard = GuardPull
 	}
-	return r.do("updating "+t.PK+" "+t.SK, func(ctx context.Context) error {
-		out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(x.table), Key: x.key(t),
-			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		})
-		r.written(guard, out, err)
-		return err
-	})
+	return r.updateItem("updating "+t.PK+" "+t.SK, x.key(t), e, guard)
 }
 
 func (r *run) deleteGuarded(t plan.Key, ver, version string, link *plan.AttrValue) error {
@@ -105,6 +96,51 @@ func (r *run) deleteGuarded(t plan.Key, ver, version string, link *plan.AttrValu
 		r.written(GuardVersion, out, err)
 		return err
 	})
+}
+
+// updateItem makes one conditional UpdateItem of the item at key with e's update and
+// condition, counting its capacity and, when its condition refuses it, the refusal under
+// guard g.
+func (r *run) updateItem(what string, key map[string]types.AttributeValue, e expression.Expression, g Guard) error {
+	x := r.x
+	return r.do(what, func(ctx context.Context) error {
+		out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(x.table), Key: key,
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		r.written(g, out, err)
+		return err
+	})
+}
+
+// getItem reads the item at key with one consistent GetItem projecting names; nil when
+// there is none.
+func (r *run) getItem(what string, key map[string]types.AttributeValue, names ...string) (map[string]types.AttributeValue, error) {
+	x := r.x
+	proj := expression.NamesList(expression.Name(names[0]))
+	for _, n := range names[1:] {
+		proj = proj.AddNames(expression.Name(n))
+	}
+	e, err := expression.NewBuilder().WithProjection(proj).Build()
+	if err != nil {
+		return nil, fmt.Errorf("building the projection of %s: %w", what, err)
+	}
+	var item map[string]types.AttributeValue
+	err = r.do(what, func(ctx context.Context) error {
+		out, err := x.api.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String(x.table), Key: key, ConsistentRead: aws.Bool(true),
+			ProjectionExpression: e.Projection(), ExpressionAttributeNames: e.Names(),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		if out != nil {
+			r.consumed(false, out.ConsumedCapacity)
+			item = out.Item
+		}
+		return err
+	})
+	return item, err
 }
 
 // written records a single-item write's consumed capacity. A failed condition still costs
@@ -155,14 +191,5 @@ func (r *run) mirrorWrite(w *plan.Write) error {
 	if err != nil {
 		return fmt.Errorf("building mirror write: %w", err)
 	}
-	return r.do("writing mirror "+w.Target.PK+" "+w.Target.SK, func(ctx context.Context) error {
-		out, err := x.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(x.table), Key: x.key(w.Target),
-			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		})
-		r.written(GuardVersion, out, err)
-		return err
-	})
+	return r.updateItem("writing mirror "+w.Target.PK+" "+w.Target.SK, x.key(w.Target), e, GuardVersion)
 }

@@ -266,24 +266,13 @@ func setRemove(attrs []AttrDiff) expression.UpdateBuilder {
 func (rp *repairer) extreme(ctx context.Context, d *Drift) (Outcome, error) {
 	r := rp.w.ev.rules[d.Rule].r
 	attr := r.Agg.Attribute
-	b, ok := r.Target.Match(d.Got, nil)
-	if !ok {
-		return Failed, fmt.Errorf("%s %s is not a %s", d.Key.PK, d.Key.SK, r.Target.Name)
-	}
-	pk, err := b.Render(r.Extreme.PK)
-	if err != nil {
-		return Failed, fmt.Errorf("rendering the query of %s %s's sources: %w", d.Key.PK, d.Key.SK, err)
-	}
-	best, err := apply.RecomputeExtreme(ctx, rp.db.api, rp.db.table, r, d.Key, pk,
-		func(out *dynamodb.QueryOutput, err error) error {
-			if out != nil {
-				rp.db.consumed(false, out.ConsumedCapacity)
-			}
-			return err
-		},
-		func(what string, op func(context.Context) error) error { return retry(ctx, what, op) })
+	src, err := rp.bestSource(ctx, d)
 	if err != nil {
 		return Failed, err
+	}
+	var best types.AttributeValue
+	if src != nil {
+		best = plan.ExtremeValue(r, src)
 	}
 	got := d.Got[attr]
 	if sameExtreme(got, best) {
@@ -302,20 +291,19 @@ func (rp *repairer) extreme(ctx context.Context, d *Drift) (Outcome, error) {
 	return Conflict, nil
 }
 
-// latest recomputes a latest target like extreme does a max: the source it should copy is
-// found with one query, and written on condition that the target still holds the by value
-// and key it was scanned with.
-func (rp *repairer) latest(ctx context.Context, d *Drift) (Outcome, error) {
+// bestSource finds, with one query as the stream processor does, the source of drifted
+// target d that holds its rule's extreme (nil: none).
+func (rp *repairer) bestSource(ctx context.Context, d *Drift) (map[string]types.AttributeValue, error) {
 	r := rp.w.ev.rules[d.Rule].r
 	b, ok := r.Target.Match(d.Got, nil)
 	if !ok {
-		return Failed, fmt.Errorf("%s %s is not a %s", d.Key.PK, d.Key.SK, r.Target.Name)
+		return nil, fmt.Errorf("%s %s is not a %s", d.Key.PK, d.Key.SK, r.Target.Name)
 	}
 	pk, err := b.Render(r.Extreme.PK)
 	if err != nil {
-		return Failed, fmt.Errorf("rendering the query of %s %s's sources: %w", d.Key.PK, d.Key.SK, err)
+		return nil, fmt.Errorf("rendering the query of %s %s's sources: %w", d.Key.PK, d.Key.SK, err)
 	}
-	best, err := apply.RecomputeBest(ctx, rp.db.api, rp.db.table, r, d.Key, pk,
+	return apply.RecomputeBest(ctx, rp.db.api, rp.db.table, r, d.Key, pk,
 		func(out *dynamodb.QueryOutput, err error) error {
 			if out != nil {
 				rp.db.consumed(false, out.ConsumedCapacity)
@@ -323,6 +311,14 @@ func (rp *repairer) latest(ctx context.Context, d *Drift) (Outcome, error) {
 			return err
 		},
 		func(what string, op func(context.Context) error) error { return retry(ctx, what, op) })
+}
+
+// latest recomputes a latest target like extreme does a max: the source it should copy is
+// found with one query, and written on condition that the target still holds the by value
+// and key it was scanned with.
+func (rp *repairer) latest(ctx context.Context, d *Drift) (Outcome, error) {
+	r := rp.w.ev.rules[d.Rule].r
+	best, err := rp.bestSource(ctx, d)
 	if err != nil {
 		return Failed, err
 	}
