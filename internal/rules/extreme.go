@@ -162,14 +162,5 @@ func (rc ruleCheck) checkLatest(a *Aggregate, of, into *entityInfo) {
 	if len(a.Set) == 0 {
 		rc.add(rc.pos("latest.set", "latest"), "latest needs set: target attribute: source attribute pairs copied from the greatest source, e.g. set: {lastOrderStatus: status}")
 	}
-	order := a.SetOrder
-	if len(order) != len(a.Set) {
-		order = sortedKeys(a.Set)
-	}
-	for _, t := range order {
-		p := rc.pos("latest.set."+t, "latest.set", "latest")
-		rc.write(into, t, p, "latest.set "+t)
-		rc.read(of, a.Set[t], p, "latest.set "+t)
-		rc.watch(of, a.Set[t])
-	}
+	rc.checkSetPairs("latest", a.Set, a.SetOrder, of, into)
 }

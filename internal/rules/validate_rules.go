@@ -146,22 +146,28 @@ func (rc ruleCheck) option(field, val string, allowed []string) {
 	rc.add(rc.pos(string(rc.r.Kind)+"."+field, string(rc.r.Kind)), "%s %q is not one of %s (default %s)%s", field, val, strings.Join(allowed, ", "), allowed[0], suggest(val, allowed))
 }
 
+// checkSetPairs checks a kind's set: each target attribute is written on dst, and each
+// source attribute is read from (and watched on) src, in the order written.
+func (rc ruleCheck) checkSetPairs(kind string, set map[string]string, setOrder []string, src, dst *entityInfo) {
+	order := setOrder
+	if len(order) != len(set) {
+		order = sortedKeys(set)
+	}
+	for _, t := range order {
+		p := rc.pos(kind+".set."+t, kind+".set", kind)
+		rc.write(dst, t, p, kind+".set "+t)
+		rc.read(src, set[t], p, kind+".set "+t)
+		rc.watch(src, set[t])
+	}
+}
+
 func (rc ruleCheck) checkCopy(c *Copy) {
 	src := rc.entity("copy.from", c.From, "source")
 	dst := rc.entity("copy.to", c.To, "target")
 	if len(c.Set) == 0 {
 		rc.add(rc.pos("copy.set", "copy"), "copy needs set: target attribute: source attribute pairs, e.g. set: {userName: name}")
 	}
-	order := c.SetOrder
-	if len(order) != len(c.Set) {
-		order = sortedKeys(c.Set)
-	}
-	for _, t := range order {
-		p := rc.pos("copy.set."+t, "copy.set", "copy")
-		rc.write(dst, t, p, "copy.set "+t)
-		rc.read(src, c.Set[t], p, "copy.set "+t)
-		rc.watch(src, c.Set[t])
-	}
+	rc.checkSetPairs("copy", c.Set, c.SetOrder, src, dst)
 	rc.option("onSourceDelete", c.OnSourceDelete, onSourceDeleteValues)
 	viaKnown := true
 	if c.Via != "" && c.Via != ViaKey && c.Via != ViaTable {
