@@ -22,14 +22,7 @@ func TestDeliveredTwice(t *testing.T) {
 func TestCrashAfterKWritesThenRedelivered(t *testing.T) {
 	e := newEnv(t, apply.Options{})
 	e.workload(2, 4, 5, 250)
-	k := 0
-	e.drain(30, func(b []json.RawMessage) {
-		k = (k + 3) % 7
-		e.api.failAfter, e.api.writes = k, 0
-		e.invoke(b) // partially applied, reports a failure
-		e.api.failAfter = -1
-		e.lambdaLike(b)
-	})
+	e.drain(30, e.crashed(false)) // partially applied, reports a failure, delivered again whole
 	e.check()
 }
 
@@ -66,14 +59,7 @@ func TestZeroNetThenResumedBetween(t *testing.T) {
 func TestCrashAfterKWritesThenResumed(t *testing.T) {
 	e := newEnv(t, apply.Options{})
 	e.workload(6, 4, 5, 250)
-	k := 0
-	e.drain(30, func(b []json.RawMessage) {
-		k = (k + 3) % 7
-		e.api.failAfter, e.api.writes = k, 0
-		i := e.invoke(b)
-		e.api.failAfter = -1
-		e.lambdaLike(b[i:])
-	})
+	e.drain(30, e.crashed(true))
 	e.check()
 }
 
@@ -166,26 +152,8 @@ func TestTransactionModeUnderFaults(t *testing.T) {
 		{"twice", func(e *env) func(b []json.RawMessage) {
 			return func(b []json.RawMessage) { e.lambdaLike(b); e.lambdaLike(b) }
 		}},
-		{"crash, redelivered", func(e *env) func(b []json.RawMessage) {
-			k := 0
-			return func(b []json.RawMessage) {
-				k = (k + 3) % 7
-				e.api.failAfter, e.api.writes = k, 0
-				e.invoke(b)
-				e.api.failAfter = -1
-				e.lambdaLike(b)
-			}
-		}},
-		{"crash, resumed", func(e *env) func(b []json.RawMessage) {
-			k := 0
-			return func(b []json.RawMessage) {
-				k = (k + 3) % 7
-				e.api.failAfter, e.api.writes = k, 0
-				i := e.invoke(b)
-				e.api.failAfter = -1
-				e.lambdaLike(b[i:])
-			}
-		}},
+		{"crash, redelivered", func(e *env) func(b []json.RawMessage) { return e.crashed(false) }},
+		{"crash, resumed", func(e *env) func(b []json.RawMessage) { return e.crashed(true) }},
 		{"bisected", func(e *env) func(b []json.RawMessage) {
 			return func(b []json.RawMessage) {
 				h := len(b) / 2

@@ -311,14 +311,7 @@ func TestExtremesCrashAtEveryWrite(t *testing.T) {
 func TestExtremesCrashThenResumed(t *testing.T) {
 	e := newExtremeEnv(t)
 	e.extremeWorkload(3, 250)
-	k := 0
-	e.drain(25, func(b []json.RawMessage) {
-		k = (k + 3) % 7
-		e.api.failAfter, e.api.writes = k, 0
-		i := e.invoke(b)
-		e.api.failAfter = -1
-		e.lambdaLike(b[i:])
-	})
+	e.drain(25, e.crashed(true))
 	e.checkExtremes()
 }
 

@@ -53,6 +53,23 @@ func TestTargetsReplacedCrashAtEveryWrite(t *testing.T) {
 	}
 }
 
+// crashed returns a delivery that stops each batch after k writes, k cycling through 3, 6,
+// 2, 5, 1, 4, 0, then delivers it again as Lambda does: whole after a function error, or
+// with resume from the record the handler reports (ReportBatchItemFailures).
+func (e *env) crashed(resume bool) func([]json.RawMessage) {
+	k := 0
+	return func(b []json.RawMessage) {
+		k = (k + 3) % 7
+		e.api.failAfter, e.api.writes = k, 0
+		i := e.invoke(b)
+		e.api.failAfter = -1
+		if !resume {
+			i = 0
+		}
+		e.lambdaLike(b[i:])
+	}
+}
+
 // crashAtEveryWrite delivers batch with a crash after k writes for k = 0, 1, ... until a
 // delivery completes, each delivery a redelivery of the whole batch, then finishes it as
 // Lambda does.
