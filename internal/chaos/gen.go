@@ -305,6 +305,9 @@ func (g *gen) churn() {
 		if c, ok := pick(Comment); ok {
 			it, _ := g.m.Item(c)
 			kv := []any{"pk", c.PK, "sk", c.SK, "text", "edited", "userName", "stale"}
+			if at := str(it["createdAt"]); at != "" { // what post-last-comment reads stays
+				kv = append(kv, "createdAt", at)
+			}
 			if str(it["gsi1pk"]) != "" { // a comment without author keys (SparseComments) stays so
 				kv = append(kv, "gsi1pk", str(it["gsi1pk"]), "gsi1sk", str(it["gsi1sk"]))
 			}
@@ -406,13 +409,14 @@ func (g *gen) commentBy(post, author Key) Key {
 	c := g.id("c")
 	k := Key{post.PK, "COMMENT#" + at + "#" + c}
 	g.emit(put("pk", k.PK, "sk", k.SK, "gsi1pk", author.PK, "gsi1sk", "COMMENT#"+at,
-		"text", "comment "+c, "userName", "?", "ttl", ttlFuture))
+		"text", "comment "+c, "userName", "?", "createdAt", at, "ttl", ttlFuture))
 	return k
 }
 
 func (g *gen) file(folder Key) {
 	x := g.id("x")
-	g.emit(put("pk", folder.PK, "sk", "FILE#"+g.ts()[:10]+"#"+x, "name", x+".pdf", "size", g.size(), "ttl", ttlFuture))
+	day := g.ts()[:10]
+	g.emit(put("pk", folder.PK, "sk", "FILE#"+day+"#"+x, "name", x+".pdf", "size", g.size(), "uploadedAt", day, "ttl", ttlFuture))
 }
 
 // membership puts a membership of a random user in group (or at the key given).

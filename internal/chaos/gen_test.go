@@ -106,8 +106,7 @@ func TestModel(t *testing.T) {
 func TestOracle(t *testing.T) {
 	p := Generate(3, 1500, Everything(), Options{})
 	o := &oracle{m: p.Model}
-	o.expect()
-	o.expectDays()
+	o.expectAll()
 	table := map[Key]record.Item{}
 	for k, w := range o.want {
 		it := record.Item{"pk": &types.AttributeValueMemberS{Value: k.PK}, "sk": &types.AttributeValueMemberS{Value: k.SK}}
@@ -126,6 +125,11 @@ func TestOracle(t *testing.T) {
 	user := p.Model.Live(User)[0]
 	comment := p.Model.Live(Comment)[0]
 	table[post]["commentCount"] = &types.AttributeValueMemberN{Value: "999"}
+	folder := p.Model.Live(Folder)[0]
+	table[folder]["oldestUpload"] = &types.AttributeValueMemberS{Value: "1999-01-01"}
+	commented := comment
+	commented.SK = "METADATA"
+	delete(table[commented], "lastCommentAt")
 	day, _, _ := commentDay(comment)
 	table[day]["commentCount"] = &types.AttributeValueMemberN{Value: "999"}
 	table[Key{user.PK, "POST#ghost"}] = record.Item{"title": &types.AttributeValueMemberS{Value: "x"}}
@@ -136,7 +140,8 @@ func TestOracle(t *testing.T) {
 	for _, m := range Oracle(p.Model, table) {
 		got[m.What+" "+m.Attr] = true
 	}
-	for _, want := range []string{"attribute commentCount", "zombie ", "unfinished job ", "missing ", "attribute unexpected"} {
+	for _, want := range []string{"attribute commentCount", "zombie ", "unfinished job ", "missing ", "attribute unexpected",
+		"attribute oldestUpload", "attribute lastCommentAt"} {
 		if !got[want] {
 			t.Errorf("the oracle missed %q (found %v)", want, got)
 		}

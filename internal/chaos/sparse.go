@@ -78,7 +78,7 @@ func (g *gen) sparseChurn() {
 		}
 		at, id := g.ts(), g.id("ac")
 		c = Key{post.PK, "COMMENT#" + at + "#" + id}
-		g.emit(put("pk", c.PK, "sk", c.SK, "text", "anonymous "+id, "userName", "?", "ttl", ttlFuture))
+		g.emit(put("pk", c.PK, "sk", c.SK, "text", "anonymous "+id, "userName", "?", "createdAt", at, "ttl", ttlFuture))
 		g.m.note(c, caseAnonymous)
 		g.m.note(post, caseAnonPost)
 	} else {

@@ -98,7 +98,8 @@ func TestLevels(t *testing.T) {
 	}
 	want := [][]string{
 		{"comment-author", "membership-group-name", "user-posts", "group-members", "post-comment-count",
-			"user-post-count", "user-comment-count", "folder-file-count", "folder-size", "global-post-count", "post-daily-comments"},
+			"user-post-count", "user-comment-count", "folder-file-count", "folder-size", "global-post-count", "post-daily-comments",
+			"post-last-comment", "folder-oldest-upload"},
 		{"member-name", "group-member-count"},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -147,7 +147,7 @@ func (g *gen) comment(c, post, author int) Op {
 	g.comments = append(g.comments, [2]string{pk, sk})
 	// Applications often write a stale or empty copy of the author's name; Denorm fixes it.
 	return put("create", "pk", pk, "sk", sk, "gsi1pk", "USER#"+id("u", author), "gsi1sk", "COMMENT#"+at,
-		"text", fmt.Sprintf("comment %d", c), "userName", "?")
+		"text", fmt.Sprintf("comment %d", c), "userName", "?", "createdAt", at)
 }
 
 func (g *gen) deleteComment() Op {
@@ -181,7 +181,9 @@ func (g *gen) file(f, folder int) Op {
 		g.fileAt[f] = k
 		g.files = append(g.files, k)
 	}
-	return put("create", "pk", k[0], "sk", k[1], "name", fmt.Sprintf("file-%d.pdf", f), "size", g.rng.IntN(1<<20)+1)
+	day := k[1][len("FILE#") : len("FILE#")+len("2006-01-02")] // uploadedAt, as in the key
+	return put("create", "pk", k[0], "sk", k[1], "name", fmt.Sprintf("file-%d.pdf", f), "size", g.rng.IntN(1<<20)+1,
+		"uploadedAt", day)
 }
 
 func (g *gen) deleteFile() Op {

@@ -1,5 +1,5 @@
 // Package opstest builds tables for the backfill and verify tests: the social example
-// (rules/social.yaml) with every copy, mirror, count and sum written correct — computed
+// (rules/social.yaml) with every copy, mirror, count, sum, max and min written correct — computed
 // here, independently of the engine — and a way to corrupt a known set of them.
 package opstest
 
@@ -121,6 +121,7 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 	postCount := map[int]int{}
 	userComments := map[int]int{}
 	postComments := map[int]int{}
+	lastComment := map[int]string{} // post-last-comment: the greatest createdAt (RFC 3339 UTC sorts)
 	postDays := map[[2]string]int{} // post-daily-comments: POST#p, DAY#<UTC day>
 	var dayOrder [][2]string
 	groupMembers := map[int]int{}
@@ -163,8 +164,12 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 		p, u := rng.IntN(sc.Posts-1), rng.IntN(sc.Users) // the last post gets no comments
 		at := ts()
 		it := Item{"pk": s("POST#" + id("p", p)), "sk": s("COMMENT#" + at + "#" + id("c", c)),
-			"gsi1pk": s("USER#" + id("u", u)), "gsi1sk": s("COMMENT#" + at), "text": s(fmt.Sprintf("comment %d", c))}
+			"gsi1pk": s("USER#" + id("u", u)), "gsi1sk": s("COMMENT#" + at), "text": s(fmt.Sprintf("comment %d", c)),
+			"createdAt": s(at)}
 		postComments[p]++
+		if at > lastComment[p] {
+			lastComment[p] = at
+		}
 		userComments[u]++
 		dk := [2]string{"POST#" + id("p", p), "DAY#" + at[:len("2006-01-02")]}
 		if postDays[dk] == 0 {
@@ -210,18 +215,24 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 		d.put(ms)
 	}
 	folderFiles, folderBytes := map[int]int{}, map[int]int{}
+	oldestUpload := map[int]string{} // folder-oldest-upload: the least uploadedAt
 	for f := 0; f < sc.Files; f++ {
 		fo := rng.IntN(sc.Folders)
 		size := rng.IntN(1<<20) + 1
-		d.put(Item{"pk": s("FOLDER#" + id("f", fo)), "sk": s("FILE#" + ts()[:10] + "#" + id("x", f)), "name": s(fmt.Sprintf("file-%d.pdf", f)),
-			"size": n(size)})
+		day := ts()[:10]
+		d.put(Item{"pk": s("FOLDER#" + id("f", fo)), "sk": s("FILE#" + day + "#" + id("x", f)), "name": s(fmt.Sprintf("file-%d.pdf", f)),
+			"size": n(size), "uploadedAt": s(day)})
 		folderFiles[fo]++
 		folderBytes[fo] += size
+		if o, ok := oldestUpload[fo]; !ok || day < o {
+			oldestUpload[fo] = day
+		}
 	}
 	for f := 0; f < sc.Folders; f++ {
 		it := Item{"pk": s("FOLDER#" + id("f", f)), "sk": s("METADATA"), "name": s(fmt.Sprintf("Folder %d", f))}
 		if applied && folderFiles[f] > 0 {
 			it["fileCount"], it["totalBytes"] = n(folderFiles[f]), n(folderBytes[f])
+			it["oldestUpload"] = s(oldestUpload[f])
 			it["_dn_wm"] = n(900 + f)
 		}
 		d.put(it)
@@ -241,6 +252,7 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 			it := d.Get("POST#"+id("p", p), "METADATA")
 			if postComments[p] > 0 {
 				it["commentCount"] = n(postComments[p])
+				it["lastCommentAt"] = s(lastComment[p])
 				it["_dn_wm"] = n(100 + p)
 			}
 		}
@@ -373,6 +385,20 @@ func (d *Data) Corrupt(rate float64) Corruption {
 	counter("folder-size", "FOLDER#", "METADATA", "totalBytes")
 	counter("user-comment-count", "USER#", "PROFILE", "commentCount")
 	counter("global-post-count", "STATS#", "STATS", "postCount")
+	// A max or min removed, or set to a value no source holds.
+	extreme := func(rule, pk, attr, wrong string) {
+		for _, k := range pick(d.keys(pk, "METADATA"), func(it Item) bool { return it[attr] != nil }) {
+			change(rule, k, func(it Item) {
+				if d.rng.IntN(2) == 0 {
+					delete(it, attr)
+				} else {
+					it[attr] = s(wrong)
+				}
+			})
+		}
+	}
+	extreme("post-last-comment", "POST#", "lastCommentAt", "1999-01-01T00:00:00Z")
+	extreme("folder-oldest-upload", "FOLDER#", "oldestUpload", "2099-01-01")
 	// A day item deleted: verify finds it missing (the rule creates its targets).
 	if days := d.keys("POST#", "DAY#"); len(days) > 0 {
 		k := days[d.rng.IntN(len(days))]

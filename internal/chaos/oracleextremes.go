@@ -1,0 +1,77 @@
+package chaos
+
+import (
+	"math/big"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// extreme is one max or min rule of rules/social.yaml whose sources share their target's
+// partition: the target kind and attribute, the source kind and the value it compares.
+type extreme struct {
+	rule        string
+	into, of    Kind
+	attr, value string
+	min         bool
+}
+
+// extremes are the max and min rules of rules/social.yaml.
+var extremes = []extreme{
+	{rule: "post-last-comment", into: Post, of: Comment, attr: "lastCommentAt", value: "createdAt"},
+	{rule: "folder-oldest-upload", into: Folder, of: File, attr: "oldestUpload", value: "uploadedAt", min: true},
+}
+
+// expectExtremes sets, on every live target of a max or min rule, the greatest (least)
+// value over the live sources in its partition, or absent when none has a number or string
+// value (docs/rules.md, "max and min"). Equal values are the same extreme, so no tie-break
+// is needed. A target inserted after its sources holds their extreme too: Denorm never
+// creates one, and recomputes one when it is inserted or loses the attribute.
+func (o *oracle) expectExtremes() {
+	for _, x := range extremes {
+		best := map[string]types.AttributeValue{}
+		for _, k := range o.m.Live(x.of) {
+			it, _ := o.m.Item(k)
+			v := it[x.value]
+			if rankOf(v) == 0 {
+				continue
+			}
+			if b, ok := best[k.PK]; !ok || (!x.min && compareAV(v, b) > 0) || (x.min && compareAV(v, b) < 0) {
+				best[k.PK] = v
+			}
+		}
+		for _, k := range o.m.Live(x.into) {
+			if w, ok := o.want[k]; ok {
+				w[x.attr] = best[k.PK] // nil: no source, the attribute must be absent
+			}
+		}
+	}
+}
+
+// rankOf orders the types max and min compare: numbers before strings; 0 for the rest,
+// which no rule compares (written here, not taken from the planner, so the oracle stays an
+// independent check).
+func rankOf(v types.AttributeValue) int {
+	switch x := v.(type) {
+	case *types.AttributeValueMemberN:
+		if _, ok := new(big.Rat).SetString(x.Value); ok {
+			return 1
+		}
+	case *types.AttributeValueMemberS:
+		return 2
+	}
+	return 0
+}
+
+// compareAV compares two values rankOf accepts: numbers by value, strings byte by byte.
+func compareAV(a, b types.AttributeValue) int {
+	if ra, rb := rankOf(a), rankOf(b); ra != rb {
+		return ra - rb
+	}
+	if x, ok := a.(*types.AttributeValueMemberN); ok {
+		p, _ := new(big.Rat).SetString(x.Value)
+		q, _ := new(big.Rat).SetString(b.(*types.AttributeValueMemberN).Value)
+		return p.Cmp(q)
+	}
+	return strings.Compare(a.(*types.AttributeValueMemberS).Value, b.(*types.AttributeValueMemberS).Value)
+}
