@@ -53,7 +53,7 @@ func TestGenerate(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"put User", "put Post", "put Comment", "put Group", "put Membership", "put Folder", "put File",
+	for _, want := range []string{"put User", "put Post", "put Comment", "put Group", "put Membership", "put Folder", "put File", "put Stats",
 		"delete Comment", "delete Membership", "delete File", "delete Post", "delete User", "delete Group", "delete Folder",
 		"update name", "update status", "update userId", "update size", "update ttl", "update email", "update userName"} {
 		if kinds[want] == 0 {
@@ -74,7 +74,7 @@ func TestGenerate(t *testing.T) {
 }
 
 func kindName(k Kind) string {
-	return [...]string{"Other", "User", "Post", "Comment", "Group", "Membership", "Folder", "File"}[k]
+	return [...]string{"Other", "User", "Post", "Comment", "Group", "Membership", "Folder", "File", "Stats"}[k]
 }
 
 func TestModel(t *testing.T) {
@@ -127,6 +127,8 @@ func TestOracle(t *testing.T) {
 	table[post]["commentCount"] = &types.AttributeValueMemberN{Value: "999"}
 	folder := p.Model.Live(Folder)[0]
 	table[folder]["oldestUpload"] = &types.AttributeValueMemberS{Value: "1999-01-01"}
+	stats := p.Model.Live(Stats)[0]
+	table[stats]["postCount"] = &types.AttributeValueMemberN{Value: "999"}
 	commented := comment
 	commented.SK = "METADATA"
 	delete(table[commented], "lastCommentAt")
@@ -141,7 +143,7 @@ func TestOracle(t *testing.T) {
 		got[m.What+" "+m.Attr] = true
 	}
 	for _, want := range []string{"attribute commentCount", "zombie ", "unfinished job ", "missing ", "attribute unexpected",
-		"attribute oldestUpload", "attribute lastCommentAt"} {
+		"attribute oldestUpload", "attribute postCount", "attribute lastCommentAt"} {
 		if !got[want] {
 			t.Errorf("the oracle missed %q (found %v)", want, got)
 		}

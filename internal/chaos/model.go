@@ -18,7 +18,7 @@ type Key struct{ PK, SK string }
 // Kind is the social example's entity of an item the application writes.
 type Kind int
 
-// Kinds of application items; Other is anything the oracle does not model (poison files,
+// Kinds of application items (Stats is the one global stats item); Other is anything the oracle does not model (poison files,
 // sacrificial files in folders that do not exist).
 const (
 	Other Kind = iota
@@ -29,6 +29,7 @@ const (
 	Membership
 	Folder
 	File
+	Stats
 	numKinds
 )
 
@@ -45,6 +46,8 @@ func KindOf(k Key, item record.Item) Kind {
 		return Comment
 	case strings.HasPrefix(k.PK, "GROUP#") && k.SK == "METADATA":
 		return Group
+	case k.PK == "STATS#global" && k.SK == "STATS":
+		return Stats
 	case isVoid(k.PK):
 		return Other
 	case strings.HasPrefix(k.PK, "FOLDER#") && k.SK == "METADATA":

@@ -45,6 +45,7 @@ var ruleWritten = map[Kind][]string{
 	Folder:     {"fileCount", "totalBytes", "oldestUpload"},
 	Comment:    {"userName", "userAvatar"},
 	Membership: {"groupName"},
+	Stats:      {"postCount"},
 }
 
 // Oracle computes, from the model alone, every counter, sum, copy and mirror of
@@ -63,7 +64,7 @@ var ruleWritten = map[Kind][]string{
 //
 // A max or min (expectExtremes) is the extreme over the live sources, whatever the order:
 // Denorm never creates the target and recomputes it when it is inserted or loses the
-// attribute.
+// attribute. STATS#global's postCount (expectGlobal) counts every live post.
 func Oracle(m *Model, table map[Key]record.Item) []Mismatch {
 	o := &oracle{m: m, table: table}
 	o.expectAll()
@@ -93,6 +94,7 @@ type oracle struct {
 func (o *oracle) expectAll() {
 	o.expect()
 	o.expectExtremes()
+	o.expectGlobal()
 	o.expectDays()
 }
 

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"fmt"
 	"math/big"
 	"strings"
 
@@ -44,6 +45,18 @@ func (o *oracle) expectExtremes() {
 			if w, ok := o.want[k]; ok {
 				w[x.attr] = best[k.PK] // nil: no source, the attribute must be absent
 			}
+		}
+	}
+}
+
+// expectGlobal sets STATS#global's postCount (rule global-post-count): every live post,
+// drafts and posts without userId included. The item is put before any post, is never
+// deleted, and a post counted while it was missing would be parked and folded in, so the
+// count is the live posts whatever the order.
+func (o *oracle) expectGlobal() {
+	for _, k := range o.m.Live(Stats) {
+		if w, ok := o.want[k]; ok {
+			w["postCount"] = &types.AttributeValueMemberN{Value: fmt.Sprint(len(o.m.Live(Post)))}
 		}
 	}
 }

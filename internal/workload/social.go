@@ -50,9 +50,10 @@ var Demo = Scale{Users: 40, Posts: 80, Comments: 800, Groups: 8, Memberships: 16
 // churned. The same seed gives the same operations.
 func Social(seed uint64, sc Scale) []Op {
 	g := &gen{rng: rand.New(rand.NewPCG(seed, 0x5eed)), base: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
-	var ops []Op
 	// Parents before children, as an application creates them: counters of a target that
-	// does not exist yet are skipped (missingTarget: skip).
+	// does not exist yet are skipped (missingTarget: skip). First the one global stats item
+	// (global-post-count counts every post into it and does not create it).
+	ops := []Op{put("create", "pk", "STATS#global", "sk", "STATS")}
 	for u := 0; u < sc.Users; u++ {
 		ops = append(ops, g.user(u, fmt.Sprintf("User %d", u)))
 	}
