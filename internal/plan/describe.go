@@ -220,6 +220,6 @@ func describeLatest(w io.Writer, x Extreme) {
 			r.Name, show(x.Recheck), x.RecheckKey, x.Target, r.LatestBy, r.LatestKey, recompute)
 	}
 	if x.Recompute {
-		fmt.Fprintf(w, "  %s: %s was inserted or lost %s (its sources may have come first): %s\n", r.Name, x.Target, r.LatestBy, recompute)
+		fmt.Fprintf(w, "  %s: %s was inserted or lost %s or a copied attribute (its sources may have come first): %s\n", r.Name, x.Target, r.LatestBy, recompute)
 	}
 }

@@ -242,11 +242,13 @@ func (e *eval) extremeAt(r *rules.CompiledRule, old bool) (Extreme, error) {
 
 // extremeTarget plans a max or min rule for an item that is its target: one inserted (its
 // sources may have been written before it) or whose attribute was removed (an application's
-// PutItem that dropped it) is recomputed from its sources.
+// PutItem that dropped it; for latest also one that dropped a copied attribute) is
+// recomputed from its sources.
 func (e *eval) extremeTarget(r *rules.CompiledRule) error {
 	switch {
 	case e.c.Op == record.Insert:
 	case e.c.Op == record.Modify && e.oldE == r.Target && e.c.Old[heldAttr(r)] != nil && e.c.New[heldAttr(r)] == nil:
+	case e.c.Op == record.Modify && e.oldE == r.Target && r.Kind == rules.KindLatest && lostSet(r, e.c.Old, e.c.New):
 	default:
 		return nil
 	}
@@ -259,6 +261,18 @@ func (e *eval) extremeTarget(r *rules.CompiledRule) error {
 	}
 	e.rp.Extremes = append(e.rp.Extremes, Extreme{Rule: r, Target: e.key(e.newB, r.Target), Recompute: true, QueryPK: q})
 	return nil
+}
+
+// lostSet reports whether a write dropped a target attribute latest rule r copies: an
+// application's PutItem that wrote back the _dnl and _dnk it read earlier but not the
+// copied attributes (Denorm's, which it does not know) keeps heldAttr yet loses them.
+func lostSet(r *rules.CompiledRule, old, new record.Item) bool {
+	for _, t := range r.Agg.SetOrder {
+		if old[t] != nil && new[t] == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // heldAttr is the target attribute whose loss makes a max, min or latest recompute.
