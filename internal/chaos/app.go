@@ -314,7 +314,7 @@ func (g *gen) lateSources(k Key) {
 	case strings.HasPrefix(k.PK, "USER#"):
 		p := Key{"POST#" + g.id("p"), "METADATA"}
 		g.emit(put("pk", p.PK, "sk", p.SK, "userId", strings.TrimPrefix(k.PK, "USER#"), "title", "Post of "+k.PK,
-			"status", "published", "ttl", ttlFuture))
+			"createdAt", g.postAt(), "status", "published", "ttl", ttlFuture))
 		g.m.note(p, caseLateSource)
 		for i := 0; i < n; i++ {
 			if post, ok := g.m.pick(g.rng, Post); ok {
@@ -358,7 +358,7 @@ func (g *gen) createLate(k Key) {
 			return
 		}
 		op = put("pk", k.PK, "sk", k.SK, "userId", strings.TrimPrefix(author.PK, "USER#"), "title", "Late "+k.PK,
-			"status", g.status(), "ttl", ttlFuture)
+			"createdAt", g.postAt(), "status", g.status(), "ttl", ttlFuture)
 	default:
 		op = put("pk", k.PK, "sk", k.SK, "name", "Late "+k.PK, "ttl", ttlFuture)
 	}
@@ -396,7 +396,7 @@ func (g *gen) unlinkPost() {
 // one later.
 func (g *gen) orphanPost() {
 	p := Key{"POST#" + g.id("op"), "METADATA"}
-	g.emit(put("pk", p.PK, "sk", p.SK, "title", "Post "+p.PK, "status", g.status(), "ttl", ttlFuture))
+	g.emit(put("pk", p.PK, "sk", p.SK, "title", "Post "+p.PK, "status", g.status(), "createdAt", g.postAt(), "ttl", ttlFuture))
 	g.m.note(p, caseOrphan)
 	g.comment(p)
 	g.app.Unlinked++

@@ -125,6 +125,30 @@ func (g *gen) ts() string {
 	return g.base.Add(time.Duration(g.rng.IntN(86400*60)) * time.Second).Format(time.RFC3339)
 }
 
+// postAt is a post's createdAt: mostly any second of the 60 days, a third of the time
+// midnight of one of the last two (an import), so that a user's newest posts tie and
+// user-latest-post breaks the tie by key.
+func (g *gen) postAt() string {
+	if g.rng.IntN(3) == 0 {
+		return g.base.Add(time.Duration(58+g.rng.IntN(2)) * 24 * time.Hour).Format(time.RFC3339)
+	}
+	return g.ts()
+}
+
+// sameAuthorAt returns the createdAt of the newest other live post by the author of p
+// ("" if none).
+func (g *gen) sameAuthorAt(p Key) string {
+	it, _ := g.m.Item(p)
+	uid, best := str(it["userId"]), ""
+	for _, k := range g.m.Live(Post) {
+		o, _ := g.m.Item(k)
+		if at := str(o["createdAt"]); k != p && uid != "" && str(o["userId"]) == uid && at > best {
+			best = at
+		}
+	}
+	return best
+}
+
 // round writes one round of about size operations.
 func (g *gen) round(r, size int) {
 	g.rounds++
@@ -148,7 +172,7 @@ func (g *gen) round(r, size int) {
 		p := g.id(prefix + "p")
 		k := Key{"POST#" + p, "METADATA"}
 		g.emit(put("pk", k.PK, "sk", k.SK, "userId", strings.TrimPrefix(author.PK, "USER#"), "title", "Post "+p,
-			"status", g.status(), "ttl", ttlFuture))
+			"createdAt", g.postAt(), "status", g.status(), "ttl", ttlFuture))
 		posts = append(posts, k)
 	}
 	for i := 0; i < size/200+1; i++ {
@@ -350,7 +374,16 @@ func (g *gen) churn() {
 		}
 	case k < 73:
 		if p, ok := pick(Post); ok {
-			g.emit(update(p, "title", "Post "+g.id("t")))
+			set := []any{"title", "Post " + g.id("t")}
+			switch g.rng.IntN(3) {
+			case 0: // backdated or moved forward: user-latest-post may change hands
+				set = append(set, "createdAt", g.postAt())
+			case 1: // the time of another post of its author: a tie, broken by key
+				if at := g.sameAuthorAt(p); at != "" {
+					set = append(set, "createdAt", at)
+				}
+			}
+			g.emit(update(p, set...))
 		}
 	case k < 83: // a new file, or a new size for one
 		if g.rng.IntN(2) == 0 {

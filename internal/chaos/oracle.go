@@ -39,7 +39,7 @@ func (m Mismatch) String() string {
 // ruleWritten lists, per kind, the attributes Denorm writes on items the application also
 // writes: the application's value is not expected there.
 var ruleWritten = map[Kind][]string{
-	User:       {"postCount", "commentCount"},
+	User:       {"postCount", "commentCount", "latestPostTitle"},
 	Post:       {"commentCount", "lastCommentAt"},
 	Group:      {"memberCount"},
 	Folder:     {"fileCount", "totalBytes", "oldestUpload"},
@@ -64,7 +64,8 @@ var ruleWritten = map[Kind][]string{
 //
 // A max or min (expectExtremes) is the extreme over the live sources, whatever the order:
 // Denorm never creates the target and recomputes it when it is inserted or loses the
-// attribute. STATS#global's postCount (expectGlobal) counts every live post.
+// attribute. A latest (expectLatest) copies from the newest
+// live source, ties to the greater key. STATS#global's postCount (expectGlobal) counts every live post.
 func Oracle(m *Model, table map[Key]record.Item) []Mismatch {
 	o := &oracle{m: m, table: table}
 	o.expectAll()
@@ -94,6 +95,7 @@ type oracle struct {
 func (o *oracle) expectAll() {
 	o.expect()
 	o.expectExtremes()
+	o.expectLatest()
 	o.expectGlobal()
 	o.expectDays()
 }
@@ -152,6 +154,9 @@ func (o *oracle) expect() {
 			if uid := str(it["userId"]); uid != "" { // no userId, no mirror
 				mk := Key{"USER#" + uid, "POST#" + strings.TrimPrefix(k.PK, "POST#")}
 				o.want[mk] = record.Item{"title": it["title"], "status": it["status"]}
+				if at := it["createdAt"]; at != nil { // without it, the mirror must lack it too (not allowed extra)
+					o.want[mk]["createdAt"] = at
+				}
 			}
 		case Group:
 			w["memberCount"] = count(members[k.PK])

@@ -49,6 +49,37 @@ func (o *oracle) expectExtremes() {
 	}
 }
 
+// expectLatest sets latestPostTitle on every live user (rule user-latest-post): the title
+// of the newest published post mirrored to the user's page (user-posts: a live post with a
+// userId), by createdAt; of two with the same createdAt, the one with the greater key (the
+// mirrors share the user's pk, so the greater sk POST#{postId}). Absent when the user has
+// no such post, or its newest one has no title (docs/rules.md, "latest").
+func (o *oracle) expectLatest() {
+	type pick struct {
+		at    types.AttributeValue
+		sk    string
+		title types.AttributeValue
+	}
+	newest := map[string]pick{}
+	for _, k := range o.m.Live(Post) {
+		it, _ := o.m.Item(k)
+		uid, at := str(it["userId"]), it["createdAt"]
+		if uid == "" || str(it["status"]) != "published" || rankOf(at) == 0 {
+			continue
+		}
+		c := pick{at: at, sk: "POST#" + strings.TrimPrefix(k.PK, "POST#"), title: it["title"]}
+		b, ok := newest["USER#"+uid]
+		if !ok || compareAV(c.at, b.at) > 0 || (compareAV(c.at, b.at) == 0 && c.sk > b.sk) {
+			newest["USER#"+uid] = c
+		}
+	}
+	for _, k := range o.m.Live(User) {
+		if w, ok := o.want[k]; ok {
+			w["latestPostTitle"] = newest[k.PK].title // nil: absent
+		}
+	}
+}
+
 // expectGlobal sets STATS#global's postCount (rule global-post-count): every live post,
 // drafts and posts without userId included. The item is put before any post, is never
 // deleted, and a post counted while it was missing would be parked and folded in, so the

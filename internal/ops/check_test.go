@@ -85,7 +85,7 @@ func TestCheck(t *testing.T) {
 		{"counter equal as a number", record.Item{"pk": S("FOLDER#f1"), "sk": S("METADATA"), "fileCount": N("1.0"), "totalBytes": N("10")},
 			[]string{"folder-file-count", "folder-size", "folder-oldest-upload"}, nil},
 		{"counter wrong, missing, not a number", record.Item{"pk": S("USER#u1"), "sk": S("PROFILE"), "postCount": N("5"), "commentCount": S("1")},
-			[]string{"user-post-count", "user-comment-count"},
+			[]string{"user-post-count", "user-comment-count", "user-latest-post"},
 			[]string{`user-post-count differs USER#u1 PROFILE postCount:5>1`, `user-comment-count differs USER#u1 PROFILE commentCount:"1">1`}},
 		{"counter with no sources: absent and 0 are right", record.Item{"pk": S("FOLDER#f2"), "sk": S("METADATA"), "fileCount": N("0")},
 			[]string{"folder-file-count", "folder-size", "folder-oldest-upload"}, nil},

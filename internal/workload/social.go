@@ -134,7 +134,7 @@ func (g *gen) post(p, author int) Op {
 		status = "draft"
 	}
 	return put("create", "pk", "POST#"+id("p", p), "sk", "METADATA", "userId", id("u", author),
-		"title", fmt.Sprintf("Post %d", p), "status", status)
+		"title", fmt.Sprintf("Post %d", p), "status", status, "createdAt", g.ts())
 }
 
 func (g *gen) ts() string {

@@ -1,5 +1,5 @@
 // Package opstest builds tables for the backfill and verify tests: the social example
-// (rules/social.yaml) with every copy, mirror, count, sum, max and min written correct — computed
+// (rules/social.yaml) with every copy, mirror, count, sum, max, min and latest written correct — computed
 // here, independently of the engine — and a way to corrupt a known set of them.
 package opstest
 
@@ -119,6 +119,7 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 	avatar := func(u int) string { return fmt.Sprintf("https://img.example/%s.png", id("u", u)) }
 
 	postCount := map[int]int{}
+	latestPost := map[int][3]string{} // createdAt, postId, title
 	userComments := map[int]int{}
 	postComments := map[int]int{}
 	lastComment := map[int]string{} // post-last-comment: the greatest createdAt (RFC 3339 UTC sorts)
@@ -144,13 +145,19 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 			status = "draft"
 		}
 		title := fmt.Sprintf("Post %d", p)
-		d.put(Item{"pk": s("POST#" + id("p", p)), "sk": s("METADATA"), "userId": s(id("u", u)), "title": s(title), "status": s(status)})
+		at := ts()
+		d.put(Item{"pk": s("POST#" + id("p", p)), "sk": s("METADATA"), "userId": s(id("u", u)), "title": s(title), "status": s(status),
+			"createdAt": s(at)})
 		if status == "published" {
 			postCount[u]++
+			// user-latest-post: the newest by createdAt, ties to the greater key (POST#{postId})
+			if l, ok := latestPost[u]; !ok || at > l[0] || (at == l[0] && id("p", p) > l[1]) {
+				latestPost[u] = [3]string{at, id("p", p), title}
+			}
 		}
 		if applied {
 			d.put(Item{"pk": s("USER#" + id("u", u)), "sk": s("POST#" + id("p", p)), "title": s(title), "status": s(status),
-				"_dnv_user-posts": n(1000 + p)})
+				"createdAt": s(at), "_dnv_user-posts": n(1000 + p)})
 		}
 	}
 	// The global post count's one target (global-post-count), which the application puts:
@@ -242,6 +249,11 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 			if it := d.Get("USER#"+id("u", u), "PROFILE"); it != nil {
 				if postCount[u] > 0 {
 					it["postCount"] = n(postCount[u])
+				}
+				if l, ok := latestPost[u]; ok {
+					it["latestPostTitle"] = s(l[2])
+					it["_dnl_user-latest-post"] = s(l[0])
+					it["_dnk_user-latest-post"] = s("USER#" + id("u", u) + "\x00POST#" + l[1])
 				}
 				if userComments[u] > 0 || u%2 == 0 {
 					it["commentCount"] = n(userComments[u]) // sometimes an explicit 0
@@ -346,7 +358,12 @@ func (d *Data) Corrupt(rate float64) Corruption {
 			break
 		}
 	}
-	posts := pick(d.keys("USER#", "POST#"), nil)
+	// Not a user's newest post: changing or deleting that one would drift user-latest-post too.
+	notLatest := func(it Item) bool {
+		u := d.items[[2]string{str(it["pk"]), "PROFILE"}]
+		return u == nil || str(u["_dnk_user-latest-post"]) != str(it["pk"])+"\x00"+str(it["sk"])
+	}
+	posts := pick(d.keys("USER#", "POST#"), notLatest)
 	for i, k := range posts {
 		if i == 0 && len(posts) > 1 {
 			c.Deletes = append(c.Deletes, k)
@@ -399,6 +416,15 @@ func (d *Data) Corrupt(rate float64) Corruption {
 	}
 	extreme("post-last-comment", "POST#", "lastCommentAt", "1999-01-01T00:00:00Z")
 	extreme("folder-oldest-upload", "FOLDER#", "oldestUpload", "2099-01-01")
+	for _, k := range pick(d.keys("USER#", "PROFILE"), func(it Item) bool { return it["latestPostTitle"] != nil }) {
+		change("user-latest-post", k, func(it Item) {
+			if d.rng.IntN(2) == 0 {
+				delete(it, "latestPostTitle")
+			} else {
+				it["latestPostTitle"] = s("An older post")
+			}
+		})
+	}
 	// A day item deleted: verify finds it missing (the rule creates its targets).
 	if days := d.keys("POST#", "DAY#"); len(days) > 0 {
 		k := days[d.rng.IntN(len(days))]
