@@ -136,8 +136,8 @@ func (b *Baseline) post(ctx context.Context, rec *events.DynamoDBEventRecord, ol
 				return err
 			}
 		}
-		if newKey != "" && (oldKey != newKey || changed(old, nw, "title", "status")) {
-			if err := b.upsert(ctx, newKey, "POST#"+postID, pick(nw, "title", "status")); err != nil {
+		if newKey != "" && (oldKey != newKey || changed(old, nw, "title", "status", "createdAt")) {
+			if err := b.upsert(ctx, newKey, "POST#"+postID, pick(nw, "title", "status", "createdAt")); err != nil {
 				return err
 			}
 		}
