@@ -35,14 +35,7 @@ func showExtremes(ctx context.Context, w io.Writer, p *local.Pipeline, f *rules.
 		return 0, nil
 	}
 	last := extremeCheck{rule: "post-last-comment", what: "posts hold their newest comment's createdAt"}
-	posts := 0
-	for i := 0; i < workload.Demo.Posts; i++ {
-		pk := fmt.Sprintf("POST#p%04d", i)
-		items, err := queryAll(ctx, p, "", "pk", pk, "")
-		if err != nil {
-			return 0, err
-		}
-		want, got, found := "", "", false
+	posts, err := last.tally(ctx, p, "POST#p%04d", workload.Demo.Posts, func(pk string, items []map[string]types.AttributeValue) (got, want, example string, found bool) {
 		for _, it := range items {
 			sk := text(it["sk"])
 			switch {
@@ -52,29 +45,16 @@ func showExtremes(ctx context.Context, w io.Writer, p *local.Pipeline, f *rules.
 				want = text(it["createdAt"])
 			}
 		}
-		if !found {
-			continue
+		if want != "" {
+			example = fmt.Sprintf("%s lastCommentAt %s", pk, got)
 		}
-		posts++
-		if want == "" {
-			want = "-"
-		}
-		last.checked++
-		if got == want {
-			last.correct++
-		}
-		if last.example == "" && want != "-" {
-			last.example = fmt.Sprintf("%s lastCommentAt %s", pk, got)
-		}
+		return got, want, example, found
+	})
+	if err != nil {
+		return 0, err
 	}
 	oldest := extremeCheck{rule: "folder-oldest-upload", what: "folders hold their oldest file's uploadedAt"}
-	for i := 0; i < workload.Demo.Folders; i++ {
-		pk := fmt.Sprintf("FOLDER#f%04d", i)
-		items, err := queryAll(ctx, p, "", "pk", pk, "")
-		if err != nil {
-			return 0, err
-		}
-		want, got, found := "", "", false
+	if _, err := oldest.tally(ctx, p, "FOLDER#f%04d", workload.Demo.Folders, func(pk string, items []map[string]types.AttributeValue) (got, want, example string, found bool) {
 		for _, it := range items {
 			sk := text(it["sk"])
 			switch {
@@ -84,29 +64,13 @@ func showExtremes(ctx context.Context, w io.Writer, p *local.Pipeline, f *rules.
 				want = text(it["uploadedAt"])
 			}
 		}
-		if !found {
-			continue
-		}
-		if want == "" {
-			want = "-"
-		}
-		oldest.checked++
-		if got == want {
-			oldest.correct++
-		}
-		if oldest.example == "" {
-			oldest.example = fmt.Sprintf("%s oldestUpload %s", pk, got)
-		}
+		return got, want, fmt.Sprintf("%s oldestUpload %s", pk, got), found
+	}); err != nil {
+		return 0, err
 	}
 	latest := extremeCheck{rule: "user-latest-post", what: "users show their newest published post's title"}
-	for i := 0; i < workload.Demo.Users; i++ {
-		pk := fmt.Sprintf("USER#u%04d", i)
-		items, err := queryAll(ctx, p, "", "pk", pk, "")
-		if err != nil {
-			return 0, err
-		}
-		var at, key, want, got string
-		found := false
+	if _, err := latest.tally(ctx, p, "USER#u%04d", workload.Demo.Users, func(pk string, items []map[string]types.AttributeValue) (got, want, example string, found bool) {
+		var at, key string
 		for _, it := range items {
 			sk := text(it["sk"])
 			switch {
@@ -119,19 +83,12 @@ func showExtremes(ctx context.Context, w io.Writer, p *local.Pipeline, f *rules.
 				}
 			}
 		}
-		if !found {
-			continue
+		if want != "" {
+			example = fmt.Sprintf("%s latestPostTitle %q (%s, %s)", pk, got, key, at)
 		}
-		if want == "" {
-			want = "-"
-		}
-		latest.checked++
-		if got == want {
-			latest.correct++
-		}
-		if latest.example == "" && want != "-" {
-			latest.example = fmt.Sprintf("%s latestPostTitle %q (%s, %s)", pk, got, key, at)
-		}
+		return got, want, example, found
+	}); err != nil {
+		return 0, err
 	}
 	stats, err := queryAll(ctx, p, "", "pk", "STATS#global", "STATS")
 	if err != nil {
@@ -155,4 +112,36 @@ func showExtremes(ctx context.Context, w io.Writer, p *local.Pipeline, f *rules.
 	}
 	_ = tw.Flush()
 	return wrong, nil
+}
+
+// tally queries the n partitions pkf renders (with 0..n-1) and counts, into c, those whose
+// target holds what its sources say. scan reads one partition's items: the target's stored
+// value, what its sources say ("" for none, shown as "-"), an example line ("" for none) and
+// whether the partition holds the target. It returns how many partitions did.
+func (c *extremeCheck) tally(ctx context.Context, p *local.Pipeline, pkf string, n int,
+	scan func(pk string, items []map[string]types.AttributeValue) (got, want, example string, found bool)) (int, error) {
+	targets := 0
+	for i := range n {
+		pk := fmt.Sprintf(pkf, i)
+		items, err := queryAll(ctx, p, "", "pk", pk, "")
+		if err != nil {
+			return 0, err
+		}
+		got, want, example, found := scan(pk, items)
+		if !found {
+			continue
+		}
+		targets++
+		if want == "" {
+			want = "-"
+		}
+		c.checked++
+		if got == want {
+			c.correct++
+		}
+		if c.example == "" {
+			c.example = example
+		}
+	}
+	return targets, nil
 }
