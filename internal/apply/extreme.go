@@ -29,8 +29,11 @@ var ErrExtremeConflict = errors.New("the target kept changing while its extreme 
 // idempotent against the table's current state, so a redelivered or crashed group is
 // simply applied again.
 func (r *run) extreme(g *plan.ExtremeGroup) error {
-	if g.Rule.Kind == rules.KindLatest {
+	switch g.Rule.Kind {
+	case rules.KindLatest:
 		return r.latest(g)
+	case rules.KindTop:
+		return r.top(g)
 	}
 	if g.Raise != nil {
 		if err := r.raise(g); err != nil {
@@ -153,6 +156,39 @@ func RecomputeExtreme(ctx context.Context, api Querier, table string, r *rules.C
 // for none.
 func RecomputeBest(ctx context.Context, api Querier, table string, r *rules.CompiledRule, target plan.Key, pkValue string,
 	seen func(*dynamodb.QueryOutput, error) error, do func(string, func(context.Context) error) error) (map[string]types.AttributeValue, error) {
+	var best map[string]types.AttributeValue
+	var bestV types.AttributeValue
+	bestK := ""
+	err := QuerySources(ctx, api, table, r, target, pkValue, seen, do, func(it map[string]types.AttributeValue, v types.AttributeValue) {
+		if r.Kind == rules.KindLatest {
+			if k := plan.LatestKey(r, it); plan.LatestBetter(v, k, bestV, bestK) {
+				best, bestV, bestK = it, v, k
+			}
+		} else if plan.Better(r.Kind, v, bestV) {
+			best, bestV = it, v
+		}
+	})
+	return best, err
+}
+
+// RecomputeTop queries top rule r's sources of target and returns its list.
+func RecomputeTop(ctx context.Context, api Querier, table string, r *rules.CompiledRule, target plan.Key, pkValue string,
+	seen func(*dynamodb.QueryOutput, error) error, do func(string, func(context.Context) error) error) ([]plan.TopEntry, error) {
+	var es []plan.TopEntry
+	err := QuerySources(ctx, api, table, r, target, pkValue, seen, do, func(it map[string]types.AttributeValue, _ types.AttributeValue) {
+		if e, ok := plan.TopEntryOf(r, it); ok {
+			es = plan.TopKeep(es, e, r.Agg.N)
+		}
+	})
+	return es, err
+}
+
+// QuerySources reads every source of target of rule r (max, min, latest, top) with one
+// query (all its pages, projecting only what the rule reads) and calls visit with each
+// one that links to target and its value.
+func QuerySources(ctx context.Context, api Querier, table string, r *rules.CompiledRule, target plan.Key, pkValue string,
+	seen func(*dynamodb.QueryOutput, error) error, do func(string, func(context.Context) error) error,
+	visit func(map[string]types.AttributeValue, types.AttributeValue)) error {
 	q := r.Extreme
 	kc := expression.Key(q.Index.PartitionKey).Equal(exprval.Str(pkValue))
 	if q.SKPrefix != "" {
@@ -165,7 +201,7 @@ func RecomputeBest(ctx context.Context, api Querier, table string, r *rules.Comp
 	}
 	e, err := expression.NewBuilder().WithKeyCondition(kc).WithProjection(proj).Build()
 	if err != nil {
-		return nil, fmt.Errorf("building %s recompute query: %w", r.Kind, err)
+		return fmt.Errorf("building %s recompute query: %w", r.Kind, err)
 	}
 	in := &dynamodb.QueryInput{
 		TableName: aws.String(table), KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
@@ -177,9 +213,6 @@ func RecomputeBest(ctx context.Context, api Querier, table string, r *rules.Comp
 	}
 	// A global index cannot be read consistently; the table and its local indexes can.
 	in.ConsistentRead = aws.Bool(!q.Global)
-	var best map[string]types.AttributeValue
-	var bestV types.AttributeValue
-	bestK := ""
 	for {
 		var out *dynamodb.QueryOutput
 		err := do("querying the sources of "+target.PK+" "+target.SK, func(ctx context.Context) error {
@@ -188,23 +221,15 @@ func RecomputeBest(ctx context.Context, api Querier, table string, r *rules.Comp
 			return seen(out, err)
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, it := range out.Items {
-			t, v, ok := plan.ExtremeSource(r, it)
-			if !ok || t != target {
-				continue
-			}
-			if r.Kind == rules.KindLatest {
-				if k := plan.LatestKey(r, it); plan.LatestBetter(v, k, bestV, bestK) {
-					best, bestV, bestK = it, v, k
-				}
-			} else if plan.Better(r.Kind, v, bestV) {
-				best, bestV = it, v
+			if t, v, ok := plan.ExtremeSource(r, it); ok && t == target {
+				visit(it, v)
 			}
 		}
 		if len(out.LastEvaluatedKey) == 0 {
-			return best, nil
+			return nil
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}

@@ -158,6 +158,17 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 			if len(attrs) > 0 {
 				out.Drifts = append(out.Drifts, Drift{Rule: i, Kind: Differs, Key: key, Got: item, Attrs: attrs})
 			}
+		case rules.KindTop:
+			seen[i][key] = true
+			attr := r.Agg.Attribute
+			got, ok := plan.DecodeTop(r, item[attr])
+			if want := exp.Tops[i][key]; !ok || !plan.SameTop(got, want) {
+				var w types.AttributeValue
+				if len(want) > 0 || item[attr] != nil {
+					w = plan.TopList(want)
+				}
+				out.Drifts = append(out.Drifts, Drift{Rule: i, Kind: Differs, Key: key, Got: item, Attrs: []AttrDiff{{Name: attr, Got: item[attr], Want: w}}})
+			}
 		default:
 			out.Problems = append(out.Problems, Problem{Rule: i, Key: key, Msg: fmt.Sprintf("%v %q", ErrUnhandledKind, r.Kind)})
 		}
@@ -203,7 +214,7 @@ func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen) ([]Drift, Mi
 				out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Total: total,
 					Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: numberAV(total)}}})
 			}
-		case rules.KindMax, rules.KindMin, rules.KindLatest:
+		case rules.KindMax, rules.KindMin, rules.KindLatest, rules.KindTop:
 			// A missing target is never created: its INSERT recomputes it from its sources.
 		}
 	}

@@ -34,7 +34,10 @@ type Expected struct {
 	Extremes []map[plan.Key]types.AttributeValue
 	// Latest: target key -> the source it copies, for latest rules.
 	Latest []map[plan.Key]LatestWant
-	kinds  []rules.Kind // per rule, for merging extremes
+	// Tops: target key -> its list (the n greatest entries), for top rules.
+	Tops  []map[plan.Key][]plan.TopEntry
+	kinds []rules.Kind // per rule, for merging extremes
+	ns    []int        // per rule, for merging top lists
 }
 
 // LatestWant is the source a latest target copies: its by value, key and attributes.
@@ -49,7 +52,8 @@ type LatestWant struct {
 func (ev *Evaluator) NewExpected() *Expected {
 	n := len(ev.rules)
 	e := &Expected{Copies: make([]map[plan.Key]CopyValues, n), Mirrors: make([]map[plan.Key]MirrorWant, n),
-		Totals: make([]map[plan.Key]plan.Number, n), Extremes: make([]map[plan.Key]types.AttributeValue, n), Latest: make([]map[plan.Key]LatestWant, n), kinds: make([]rules.Kind, n)}
+		Totals: make([]map[plan.Key]plan.Number, n), Extremes: make([]map[plan.Key]types.AttributeValue, n), Latest: make([]map[plan.Key]LatestWant, n),
+		Tops: make([]map[plan.Key][]plan.TopEntry, n), kinds: make([]rules.Kind, n), ns: make([]int, n)}
 	for i, rs := range ev.rules {
 		e.kinds[i] = rs.r.Kind
 		switch rs.r.Kind {
@@ -63,6 +67,9 @@ func (ev *Evaluator) NewExpected() *Expected {
 			e.Extremes[i] = map[plan.Key]types.AttributeValue{}
 		case rules.KindLatest:
 			e.Latest[i] = map[plan.Key]LatestWant{}
+		case rules.KindTop:
+			e.Tops[i] = map[plan.Key][]plan.TopEntry{}
+			e.ns[i] = rs.r.Agg.N
 		}
 	}
 	return e
@@ -130,6 +137,12 @@ func (w *Worker) Observe(item record.Item, which []int, exp *Expected) []Problem
 					keepLatest(exp.Latest[i], x.Target, LatestWant{By: x.Raise, Key: x.Key, Set: x.Set, Remove: x.Remove})
 				}
 			}
+		case rules.KindTop:
+			for _, x := range rp.Extremes {
+				if x.Raise != nil {
+					exp.Tops[i][x.Target] = plan.TopKeep(exp.Tops[i][x.Target], plan.TopEntryOfRaise(x), r.Agg.N)
+				}
+			}
 		default:
 			probs = append(probs, Problem{Rule: i, Key: key, Msg: fmt.Sprintf("%v %q", ErrUnhandledKind, r.Kind)})
 		}
@@ -183,6 +196,11 @@ func (e *Expected) Merge(o *Expected) []Problem {
 		}
 		for k, v := range o.Latest[i] {
 			keepLatest(e.Latest[i], k, v)
+		}
+		for k, es := range o.Tops[i] {
+			for _, x := range es {
+				e.Tops[i][k] = plan.TopKeep(e.Tops[i][k], x, e.ns[i])
+			}
 		}
 	}
 	return probs

@@ -54,6 +54,8 @@ func (rp *repairer) repair(ctx context.Context, d *Drift) (Outcome, error) {
 		return rp.extreme(ctx, d)
 	case rules.KindLatest:
 		return rp.latest(ctx, d)
+	case rules.KindTop:
+		return rp.top(ctx, d)
 	default:
 		return Failed, fmt.Errorf("%w %q", ErrUnhandledKind, rp.w.ev.rules[d.Rule].r.Kind)
 	}
@@ -294,16 +296,27 @@ func (rp *repairer) extreme(ctx context.Context, d *Drift) (Outcome, error) {
 // bestSource finds, with one query as the stream processor does, the source of drifted
 // target d that holds its rule's extreme (nil: none).
 func (rp *repairer) bestSource(ctx context.Context, d *Drift) (map[string]types.AttributeValue, error) {
+	var best map[string]types.AttributeValue
+	err := rp.querySources(ctx, d, func(r *rules.CompiledRule, pk string, seen func(*dynamodb.QueryOutput, error) error, do func(string, func(context.Context) error) error) (err error) {
+		best, err = apply.RecomputeBest(ctx, rp.db.api, rp.db.table, r, d.Key, pk, seen, do)
+		return err
+	})
+	return best, err
+}
+
+// querySources renders the query of the drifted target's sources and runs q with it, its
+// capacity counted and its calls retried.
+func (rp *repairer) querySources(ctx context.Context, d *Drift, q func(r *rules.CompiledRule, pk string, seen func(*dynamodb.QueryOutput, error) error, do func(string, func(context.Context) error) error) error) error {
 	r := rp.w.ev.rules[d.Rule].r
 	b, ok := r.Target.Match(d.Got, nil)
 	if !ok {
-		return nil, fmt.Errorf("%s %s is not a %s", d.Key.PK, d.Key.SK, r.Target.Name)
+		return fmt.Errorf("%s %s is not a %s", d.Key.PK, d.Key.SK, r.Target.Name)
 	}
 	pk, err := b.Render(r.Extreme.PK)
 	if err != nil {
-		return nil, fmt.Errorf("rendering the query of %s %s's sources: %w", d.Key.PK, d.Key.SK, err)
+		return fmt.Errorf("rendering the query of %s %s's sources: %w", d.Key.PK, d.Key.SK, err)
 	}
-	return apply.RecomputeBest(ctx, rp.db.api, rp.db.table, r, d.Key, pk,
+	return q(r, pk,
 		func(out *dynamodb.QueryOutput, err error) error {
 			if out != nil {
 				rp.db.consumed(false, out.ConsumedCapacity)
@@ -311,6 +324,24 @@ func (rp *repairer) bestSource(ctx context.Context, d *Drift) (map[string]types.
 			return err
 		},
 		func(what string, op func(context.Context) error) error { return retry(ctx, what, op) })
+}
+
+// top recomputes a top list with one query and writes it on condition that the list's
+// version is still the one scanned.
+func (rp *repairer) top(ctx context.Context, d *Drift) (Outcome, error) {
+	var next []plan.TopEntry
+	err := rp.querySources(ctx, d, func(r *rules.CompiledRule, pk string, seen func(*dynamodb.QueryOutput, error) error, do func(string, func(context.Context) error) error) (err error) {
+		next, err = apply.RecomputeTop(ctx, rp.db.api, rp.db.table, r, d.Key, pk, seen, do)
+		return err
+	})
+	if err != nil {
+		return Failed, err
+	}
+	e, err := apply.TopWrite(rp.db.spec.PartitionKey, rp.w.ev.rules[d.Rule].r, d.Got, next)
+	if err != nil {
+		return Failed, err
+	}
+	return rp.conditional(ctx, d, e)
 }
 
 // latest recomputes a latest target like extreme does a max: the source it should copy is
@@ -326,7 +357,13 @@ func (rp *repairer) latest(ctx context.Context, d *Drift) (Outcome, error) {
 	if err != nil {
 		return Failed, err
 	}
-	err = rp.db.write(ctx, "repairing "+d.Key.PK+" "+d.Key.SK, func(ctx context.Context) (*types.ConsumedCapacity, error) {
+	return rp.conditional(ctx, d, e)
+}
+
+// conditional writes e's update to the drifted target: Repaired, or Conflict when its
+// condition (the target as scanned) no longer holds.
+func (rp *repairer) conditional(ctx context.Context, d *Drift, e expression.Expression) (Outcome, error) {
+	err := rp.db.write(ctx, "repairing "+d.Key.PK+" "+d.Key.SK, func(ctx context.Context) (*types.ConsumedCapacity, error) {
 		out, err := rp.db.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: aws.String(rp.db.table), Key: rp.db.key(d.Key),
 			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"slices"
+
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
 )
@@ -39,12 +41,47 @@ type Batch struct {
 type ExtremeGroup struct {
 	Extreme
 	Rec int
+	// For top: Ups are the entries of the sources that are members of the target after the
+	// batch (one per source, its newest), Left the keys of those that no longer are.
+	Ups  []TopEntry
+	Left []string
+}
+
+// newExtremeGroup opens the group of x, the first of its (rule, target) in record rec.
+func newExtremeGroup(x Extreme, rec int) ExtremeGroup {
+	if x.Rule.Kind != rules.KindTop {
+		return ExtremeGroup{Extreme: x, Rec: rec}
+	}
+	g := ExtremeGroup{Extreme: Extreme{Rule: x.Rule, Target: x.Target, QueryPK: x.QueryPK}, Rec: rec}
+	g.merge(x)
+	return g
+}
+
+// mergeTop adds a top effect: the newest record of each source decides whether it is in.
+func (g *ExtremeGroup) mergeTop(x Extreme) {
+	drop := func(key string) {
+		g.Ups = slices.DeleteFunc(g.Ups, func(e TopEntry) bool { return e.Key == key })
+		g.Left = slices.DeleteFunc(g.Left, func(k string) bool { return k == key })
+	}
+	if x.Recheck != nil {
+		drop(x.RecheckKey)
+		g.Left = append(g.Left, x.RecheckKey)
+	}
+	if x.Raise != nil {
+		drop(x.Key)
+		g.Ups = append(g.Ups, TopEntryOfRaise(x))
+	}
+	g.Recompute = g.Recompute || x.Recompute
 }
 
 // merge adds x to the group: raises keep the best value, rechecks the best value that left
 // (if it was not the extreme, no worse one was).
 func (g *ExtremeGroup) merge(x Extreme) {
 	k := x.Rule.Kind
+	if k == rules.KindTop {
+		g.mergeTop(x)
+		return
+	}
 	if k == rules.KindLatest {
 		// A later record of the same source (same value and key) brings newer attributes.
 		if x.Raise != nil && (LatestBetter(x.Raise, x.Key, g.Raise, g.Key) || (CompareValues(x.Raise, g.Raise) == 0 && x.Key == g.Key)) {
@@ -196,7 +233,7 @@ func Coalesce(recs []RecordPlan) *Batch {
 				continue
 			}
 			extremes[ruleKey{x.Rule, x.Target}] = len(b.Extremes)
-			b.Extremes = append(b.Extremes, ExtremeGroup{Extreme: x, Rec: i})
+			b.Extremes = append(b.Extremes, newExtremeGroup(x, i))
 		}
 		for _, w := range rp.Writes {
 			upsert(writes, &b.Writes, ruleKey{w.Rule, w.Target}, WriteGroup{Write: w, Rec: i})

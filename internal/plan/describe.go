@@ -110,15 +110,15 @@ func describeExtreme(w io.Writer, x Extreme) {
 	if r.Kind == rules.KindMin {
 		than, cmp = "greater", "less"
 	}
-	if r.Kind == rules.KindLatest {
+	switch r.Kind {
+	case rules.KindLatest:
 		describeLatest(w, x)
 		return
+	case rules.KindTop:
+		describeTop(w, x)
+		return
 	}
-	q := r.Extreme
-	query := fmt.Sprintf("query %s where %s = %q", q.Way(), q.Index.PartitionKey, x.QueryPK)
-	if q.SKPrefix != "" {
-		query += fmt.Sprintf(" and begins_with(%s, %q)", q.SKAttr, q.SKPrefix)
-	}
+	query := sourcesQuery(x)
 	recompute := fmt.Sprintf("recompute the %s of %s over the %ss it finds (%s, every page, projecting only what the rule reads) and write it on condition that %s is still as read (REMOVE when none is left)",
 		r.Kind, r.Agg.Value, r.Source.Name, query, attr)
 	if x.Raise != nil {
@@ -204,11 +204,7 @@ func restoreWhy(op string) string {
 // describeLatest is describeExtreme for latest: the order is (by, source key).
 func describeLatest(w io.Writer, x Extreme) {
 	r := x.Rule
-	q := r.Extreme
-	query := fmt.Sprintf("query %s where %s = %q", q.Way(), q.Index.PartitionKey, x.QueryPK)
-	if q.SKPrefix != "" {
-		query += fmt.Sprintf(" and begins_with(%s, %q)", q.SKAttr, q.SKPrefix)
-	}
+	query := sourcesQuery(x)
 	recompute := fmt.Sprintf("recompute: find the %s greatest by %s, then by key (%s, every page) and copy its %s, on condition that %s and %s are still as read (REMOVE them when none is left)",
 		r.Source.Name, r.Agg.By, query, strings.Join(r.Agg.SetOrder, ", "), r.LatestBy, r.LatestKey)
 	if x.Raise != nil {
@@ -221,5 +217,38 @@ func describeLatest(w io.Writer, x Extreme) {
 	}
 	if x.Recompute {
 		fmt.Fprintf(w, "  %s: %s was inserted or lost %s or a copied attribute (its sources may have come first): %s\n", r.Name, x.Target, r.LatestBy, recompute)
+	}
+}
+
+// sourcesQuery shows the query that reads every source of x's target.
+func sourcesQuery(x Extreme) string {
+	q := x.Rule.Extreme
+	query := fmt.Sprintf("query %s where %s = %q", q.Way(), q.Index.PartitionKey, x.QueryPK)
+	if q.SKPrefix != "" {
+		query += fmt.Sprintf(" and begins_with(%s, %q)", q.SKAttr, q.SKPrefix)
+	}
+	return query
+}
+
+// describeTop is describeExtreme for top: the batch's entries and departures are applied to
+// the list read with one GetItem, and written back with one UpdateItem guarded by the
+// list's version; a query is needed only when a listed source leaves a full list or falls.
+func describeTop(w io.Writer, x Extreme) {
+	r := x.Rule
+	a := r.Agg
+	read := fmt.Sprintf("read %s and %s of %s (one consistent GetItem)", a.Attribute, r.TopVersion, x.Target)
+	write := fmt.Sprintf("write the list and %s + 1 on condition that %s is still as read (one UpdateItem; none when the list is unchanged)", r.TopVersion, r.TopVersion)
+	refill := fmt.Sprintf("refill it from %s (every page): the %d greatest %ss by %s, then by key", sourcesQuery(x), a.N, r.Source.Name, a.By)
+	if x.Raise != nil {
+		fmt.Fprintf(w, "  %s: %s; put the entry {%s} in place of %q's, keeping the %d greatest by %s, then by key; if the list held %d and this listed entry fell, %s; %s\n",
+			r.Name, read, strings.TrimPrefix(setRemove(x.Set, nil), "SET "), x.Key, a.N, a.By, a.N, refill, write)
+	}
+	if x.Recheck != nil {
+		fmt.Fprintf(w, "  %s: %q (%s = %s) left %s: %s; drop its entry if listed; if the list held %d with it, %s; %s\n",
+			r.Name, x.RecheckKey, a.By, show(x.Recheck), x.Target, read, a.N, refill, write)
+	}
+	if x.Recompute {
+		fmt.Fprintf(w, "  %s: %s was inserted, or its %s removed or written back by another writer (the version did not advance; its sources may have come first): %s; %s; %s\n",
+			r.Name, x.Target, a.Attribute, read, refill, write)
 	}
 }

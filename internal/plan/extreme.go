@@ -40,7 +40,7 @@ type Extreme struct {
 
 // sortAttr is the attribute a max or min compares, or the one latest orders by.
 func sortAttr(r *rules.CompiledRule) string {
-	if r.Kind == rules.KindLatest {
+	if r.Kind == rules.KindLatest || r.Kind == rules.KindTop {
 		return r.Agg.By
 	}
 	return r.Agg.Value
@@ -187,16 +187,22 @@ func (e *eval) extreme(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	}
 	same := oldV != nil && newV != nil && oldX.Target == newX.Target
 	latest := r.Kind == rules.KindLatest
-	if same && CompareValues(oldV, newV) == 0 && (!latest || !e.changed(setSources(r))) {
+	top := r.Kind == rules.KindTop
+	if same && CompareValues(oldV, newV) == 0 && (!(latest || top) || !e.changed(setSources(r))) {
 		return nil
 	}
 	if newV != nil {
 		newX.Raise = newV
-		if latest {
+		switch {
+		case latest:
 			newX.Key = LatestKey(r, e.c.New)
 			newX.Set, newX.Remove = LatestValues(r, e.c.New)
+		case top:
+			// A listed source that fell is found against the stored list (TopNext).
+			newX.Key = LatestKey(r, e.c.New)
+			newX.Set = TopValues(r, e.c.New)
 		}
-		if same && CompareValues(newV, oldV) != 0 && !Better(r.Kind, newV, oldV) {
+		if !top && same && CompareValues(newV, oldV) != 0 && !Better(r.Kind, newV, oldV) {
 			newX.Recheck = oldV // lowered (max) or raised (min): it may have been the extreme
 			if latest {
 				newX.RecheckKey = LatestKey(r, e.c.Old)
@@ -206,7 +212,7 @@ func (e *eval) extreme(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	}
 	if oldV != nil && !same {
 		oldX.Recheck = oldV
-		if latest {
+		if latest || top {
 			oldX.RecheckKey = LatestKey(r, e.c.Old)
 		}
 		e.rp.Extremes = append(e.rp.Extremes, oldX)
@@ -249,6 +255,7 @@ func (e *eval) extremeTarget(r *rules.CompiledRule) error {
 	case e.c.Op == record.Insert:
 	case e.c.Op == record.Modify && e.oldE == r.Target && e.c.Old[heldAttr(r)] != nil && e.c.New[heldAttr(r)] == nil:
 	case e.c.Op == record.Modify && e.oldE == r.Target && r.Kind == rules.KindLatest && lostSet(r, e.c.Old, e.c.New):
+	case e.c.Op == record.Modify && e.oldE == r.Target && r.Kind == rules.KindTop && topRewritten(r, e.c.Old, e.c.New):
 	default:
 		return nil
 	}
@@ -273,6 +280,26 @@ func lostSet(r *rules.CompiledRule, old, new record.Item) bool {
 		}
 	}
 	return false
+}
+
+// topRewritten reports whether a write other than Denorm's changed a top list: Denorm
+// advances the version with every list it writes, so a list that changed while the version
+// did not advance was written by an application (a PutItem of an item it read earlier).
+func topRewritten(r *rules.CompiledRule, old, new record.Item) bool {
+	if Equal(old[r.Agg.Attribute], new[r.Agg.Attribute]) {
+		return false
+	}
+	ov, _ := old[r.TopVersion].(*types.AttributeValueMemberN)
+	nv, _ := new[r.TopVersion].(*types.AttributeValueMemberN)
+	if nv == nil {
+		return true
+	}
+	if ov == nil {
+		return false
+	}
+	a, errA := ParseNumber(ov.Value)
+	b, errB := ParseNumber(nv.Value)
+	return errA != nil || errB != nil || b.Sub(a).rat().Sign() <= 0
 }
 
 // heldAttr is the target attribute whose loss makes a max, min or latest recompute.

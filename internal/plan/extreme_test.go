@@ -69,21 +69,21 @@ func TestExtremePlans(t *testing.T) {
 		want string // the effects, one "rule target raise/recheck/recompute" per line
 	}{
 		{"comment inserted", change(record.Insert, nil, xcomment("c1", "2026-01-02T00:00:00Z", "visible")),
-			"post-last-comment POST#p1/METADATA raise=2026-01-02T00:00:00Z\npost-first-comment POST#p1/METADATA raise=2026-01-02T00:00:00Z"},
+			"post-last-comment POST#p1/METADATA raise=2026-01-02T00:00:00Z\npost-first-comment POST#p1/METADATA raise=2026-01-02T00:00:00Z\npost-recent-comments POST#p1/METADATA raise=2026-01-02T00:00:00Z key=POST#p1|COMMENT#c1 set=pk,sk,createdAt"},
 		{"hidden comment inserted", change(record.Insert, nil, xcomment("c1", "2026-01-02T00:00:00Z", "hidden")),
 			"post-first-comment POST#p1/METADATA raise=2026-01-02T00:00:00Z"},
 		{"comment without a time", change(record.Insert, nil, xcomment("c1", "", "visible")), ""},
 		{"comment deleted", change(record.Remove, xcomment("c1", "2026-01-02T00:00:00Z", "visible"), nil),
-			"post-last-comment POST#p1/METADATA recheck=2026-01-02T00:00:00Z\npost-first-comment POST#p1/METADATA recheck=2026-01-02T00:00:00Z"},
+			"post-last-comment POST#p1/METADATA recheck=2026-01-02T00:00:00Z\npost-first-comment POST#p1/METADATA recheck=2026-01-02T00:00:00Z\npost-recent-comments POST#p1/METADATA recheck=2026-01-02T00:00:00Z of POST#p1|COMMENT#c1"},
 		{"comment hidden", change(record.Modify, xcomment("c1", "2026-01-02T00:00:00Z", "visible"), xcomment("c1", "2026-01-02T00:00:00Z", "hidden")),
-			"post-last-comment POST#p1/METADATA recheck=2026-01-02T00:00:00Z"},
+			"post-last-comment POST#p1/METADATA recheck=2026-01-02T00:00:00Z\npost-recent-comments POST#p1/METADATA recheck=2026-01-02T00:00:00Z of POST#p1|COMMENT#c1"},
 		{"comment moved later", change(record.Modify, xcomment("c1", "2026-01-02T00:00:00Z", "visible"), xcomment("c1", "2026-01-03T00:00:00Z", "visible")),
-			"post-last-comment POST#p1/METADATA raise=2026-01-03T00:00:00Z\npost-first-comment POST#p1/METADATA raise=2026-01-03T00:00:00Z recheck=2026-01-02T00:00:00Z"},
+			"post-last-comment POST#p1/METADATA raise=2026-01-03T00:00:00Z\npost-first-comment POST#p1/METADATA raise=2026-01-03T00:00:00Z recheck=2026-01-02T00:00:00Z\npost-recent-comments POST#p1/METADATA raise=2026-01-03T00:00:00Z key=POST#p1|COMMENT#c1 set=pk,sk,createdAt"},
 		{"comment text edited", change(record.Modify, xcomment("c1", "2026-01-02T00:00:00Z", "visible"), func() record.Item {
 			it := xcomment("c1", "2026-01-02T00:00:00Z", "visible")
 			it["text"] = s("edited")
 			return it
-		}()), ""},
+		}()), "post-recent-comments POST#p1/METADATA raise=2026-01-02T00:00:00Z key=POST#p1|COMMENT#c1 set=pk,sk,createdAt,text"},
 		{"offer inserted", change(record.Insert, nil, offer("o1", "x", n("9.5"))),
 			"product-cheapest PRODUCT#x/PRODUCT raise=9.5 query=PRODUCT#x\nproduct-highest PRODUCT#x/PRODUCT raise=9.5 query=PRODUCT#x"},
 		{"offer lowered", change(record.Modify, offer("o1", "x", n("9.5")), offer("o1", "x", n("7"))),
@@ -104,6 +104,15 @@ func TestExtremePlans(t *testing.T) {
 			"product-cheapest PRODUCT#x/PRODUCT recheck=9 query=PRODUCT#x\nproduct-highest PRODUCT#x/PRODUCT recheck=9 query=PRODUCT#x\nproduct-latest-offer PRODUCT#x/PRODUCT recheck=2026-02-01 of SELLER#s1|OFFER#o1 query=PRODUCT#x"},
 		{"product lost its cheapest price", change(record.Modify, record.Item{"pk": s("PRODUCT#x"), "sk": s("PRODUCT"), "cheapestPrice": n("3")}, record.Item{"pk": s("PRODUCT#x"), "sk": s("PRODUCT")}),
 			"product-cheapest PRODUCT#x/PRODUCT recompute query=PRODUCT#x"},
+		{"post inserted", change(record.Insert, nil, record.Item{"pk": s("POST#p1"), "sk": s("METADATA")}),
+			"post-last-comment POST#p1/METADATA recompute\npost-first-comment POST#p1/METADATA recompute\npost-recent-comments POST#p1/METADATA recompute"},
+		{"post's list written back by the application", change(record.Modify,
+			record.Item{"pk": s("POST#p1"), "sk": s("METADATA"), "recentComments": &types.AttributeValueMemberL{}, "_dnt_post-recent-comments": n("4")},
+			record.Item{"pk": s("POST#p1"), "sk": s("METADATA"), "recentComments": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{}}}, "_dnt_post-recent-comments": n("3")}),
+			"post-recent-comments POST#p1/METADATA recompute"},
+		{"post's list written by Denorm", change(record.Modify,
+			record.Item{"pk": s("POST#p1"), "sk": s("METADATA"), "_dnt_post-recent-comments": n("3")},
+			record.Item{"pk": s("POST#p1"), "sk": s("METADATA"), "recentComments": &types.AttributeValueMemberL{}, "_dnt_post-recent-comments": n("4")}), ""},
 		{"product written by Denorm", change(record.Modify, record.Item{"pk": s("PRODUCT#x"), "sk": s("PRODUCT")}, record.Item{"pk": s("PRODUCT#x"), "sk": s("PRODUCT"), "cheapestPrice": n("3")}), ""},
 	}
 	var golden bytes.Buffer

@@ -164,7 +164,7 @@ func (e *eval) source(r *rules.CompiledRule) error {
 		return e.mirror(r, wasSrc, isSrc)
 	case rules.KindCount, rules.KindSum:
 		return e.aggregate(r, wasSrc, isSrc)
-	case rules.KindMax, rules.KindMin, rules.KindLatest:
+	case rules.KindMax, rules.KindMin, rules.KindLatest, rules.KindTop:
 		return e.extreme(r, wasSrc, isSrc)
 	default:
 		return fmt.Errorf("%w: %q", ErrUnknownKind, r.Kind)

@@ -82,6 +82,10 @@ type CompiledRule struct {
 	// LatestBy and LatestKey, for latest, hold on the target the by value and the key of
 	// the source it copies (the order, ties broken by key, that raises compare with).
 	LatestBy, LatestKey string
+	// TopVersion, for top, is the target attribute counting the list's writes: each write
+	// is conditional on the version it read. EntryBytes is Agg.EntryBytes or its default.
+	TopVersion string
+	EntryBytes int
 }
 
 // Compile checks f and turns it into a Set. Any Problems come back as the error.
@@ -230,7 +234,7 @@ func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRul
 		m := fr.Mirror
 		r.Source, r.Target = byName[m.From], byName[m.To]
 		r.Watched = append(r.Watched, m.Attributes...)
-	case KindCount, KindSum, KindMax, KindMin, KindLatest:
+	case KindCount, KindSum, KindMax, KindMin, KindLatest, KindTop:
 		a := fr.Agg
 		r.Source, r.Target = byName[a.Of], byName[a.Into]
 		r.Watched = append(r.Watched, a.WhereOrder...)
@@ -270,6 +274,12 @@ func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRul
 			r.Extreme = q
 			if fr.Kind == KindLatest {
 				r.LatestBy, r.LatestKey = ReservedPrefix+"l_"+fr.Name, ReservedPrefix+"k_"+fr.Name
+			}
+			if fr.Kind == KindTop {
+				r.TopVersion = ReservedPrefix + "t_" + fr.Name
+				if r.EntryBytes = a.EntryBytes; r.EntryBytes == 0 {
+					r.EntryBytes = DefaultEntryBytes
+				}
 			}
 			break
 		}

@@ -125,7 +125,7 @@ func verbatimTemplate(t *keys.Template) bool {
 func (rc ruleCheck) checkExtreme(a *Aggregate, of, into *entityInfo) {
 	k := string(rc.r.Kind)
 	sortAttr := a.Value
-	if rc.r.Kind == KindLatest {
+	if rc.r.Kind == KindLatest || rc.r.Kind == KindTop {
 		sortAttr = a.By
 	}
 	if of == nil || into == nil || of.broken() || into.broken() || sortAttr == "" || !of.has[sortAttr] {
@@ -163,4 +163,54 @@ func (rc ruleCheck) checkLatest(a *Aggregate, of, into *entityInfo) {
 		rc.add(rc.pos("latest.set", "latest"), "latest needs set: target attribute: source attribute pairs copied from the greatest source, e.g. set: {lastOrderStatus: status}")
 	}
 	rc.checkSetPairs("latest", a.Set, a.SetOrder, of, into)
+}
+
+// checkTop checks what top reads and how big its list may grow: by, n, entryBytes and
+// set (entry attribute: source attribute; an entry also holds the source's key attributes
+// and its by value under their own names).
+func (rc ruleCheck) checkTop(a *Aggregate, of *entityInfo) {
+	if a.By == "" {
+		rc.add(rc.pos("top.by", "top"), "top needs by: the number or string attribute of %s that orders the sources, greatest first (ties are broken by the source's key), e.g. by: createdAt", orName(a.Of, "the source entity"))
+	} else {
+		rc.read(of, a.By, rc.pos("top.by", "top"), "top.by")
+		rc.watch(of, a.By)
+	}
+	eb := a.EntryBytes
+	switch {
+	case a.N == 0:
+		rc.add(rc.pos("top.n", "top"), "top needs n: how many sources the list keeps (1 to %d), e.g. n: 3", MaxTopN)
+	case a.N > MaxTopN:
+		rc.add(rc.pos("top.n", "top"), "top n %d is over %d: every change to a listed source rewrites the whole list, so a long list costs a write of its whole size each time; keep at most %d (page through the sources with a query for more)", a.N, MaxTopN, MaxTopN)
+	case eb != 0 && eb < MinEntryBytes:
+		rc.add(rc.pos("top.entryBytes", "top"), "top entryBytes %d is under %d: an entry holds the source's key and by value besides its set attributes; allow at least %d", eb, MinEntryBytes, MinEntryBytes)
+	default:
+		if eb == 0 {
+			eb = DefaultEntryBytes
+		}
+		if a.N*eb > MaxTopBytes {
+			p := rc.pos("top.entryBytes", "top.n", "top")
+			rc.add(p, "top list of %d entries of up to %d bytes may reach %d KB: a DynamoDB item holds at most 400 KB and a top list may take at most %d KB of it; lower n, or entryBytes (set attributes that do not fit are left out of an entry)", a.N, eb, (a.N*eb+1023)/1024, MaxTopBytes/1024)
+		}
+	}
+	keyAttrs := map[string]bool{a.By: true}
+	if of != nil {
+		for _, k := range keyOrder(of.e) {
+			if k == rc.v.f.Table.PartitionKey || k == rc.v.f.Table.SortKey {
+				keyAttrs[k] = true
+			}
+		}
+	}
+	order := a.SetOrder
+	if len(order) != len(a.Set) {
+		order = sortedKeys(a.Set)
+	}
+	for _, t := range order {
+		p := rc.pos("top.set."+t, "top.set", "top")
+		if keyAttrs[t] {
+			rc.add(p, "top.set %s: every entry already holds the source's %s under that name (entries hold the source's key attributes and its by value); name the entry attribute otherwise", t, t)
+			continue
+		}
+		rc.read(of, a.Set[t], p, "top.set "+t)
+		rc.watch(of, a.Set[t])
+	}
 }

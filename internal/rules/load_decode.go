@@ -25,6 +25,7 @@ var (
 	sumFields         = []string{"of", "into", "value", "attribute", "where", "onExpiry", "missingTarget", "ttl", "exactlyOnce"}
 	extremeFields     = []string{"of", "into", "value", "attribute", "where"}
 	latestFields      = []string{"of", "into", "by", "set", "where"}
+	topFields         = []string{"of", "into", "by", "n", "attribute", "set", "entryBytes", "where"}
 )
 
 // decodeFile fills d.f from the root node.

@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v4"
@@ -225,4 +226,15 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// positiveInt returns a scalar whole number greater than zero (top's n and entryBytes).
+func (d *yamlDecoder) positiveInt(n *yaml.Node, ctx, what string) (int, bool) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!int" {
+		if v, err := strconv.Atoi(n.Value); err == nil && v > 0 {
+			return v, true
+		}
+	}
+	d.drop(ctx, n, "%s must be a whole number greater than 0, found %s", what, describe(n))
+	return 0, false
 }

@@ -104,7 +104,7 @@ func (d *yamlDecoder) decodeKind(r *Rule, n *yaml.Node, ctx string) {
 				d.unknownField(e, ctx, k, mirrorFields)
 			}
 		}
-	case KindCount, KindSum, KindMax, KindMin, KindLatest:
+	case KindCount, KindSum, KindMax, KindMin, KindLatest, KindTop:
 		r.Agg = d.decodeAgg(r, n, ctx)
 	default:
 		d.problem(r.Fields[k], ctx, "rule kind %s is listed in rules.Kinds but has no decoder", k)
@@ -132,9 +132,15 @@ func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 		allowed = extremeFields
 	case KindLatest:
 		allowed = latestFields
+	case KindTop:
+		allowed = topFields
 	}
 	for _, e := range d.entries(n, ctx, k) {
 		r.Fields[k+"."+e.key] = e.valuePos
+		if r.Kind == KindTop && e.key == "value" {
+			d.problem(e.keyPos, ctx, "top has no value: it keeps the n sources greatest by its by attribute, each entry holding set: {entry attribute: source attribute}; allowed: %s", strings.Join(allowed, ", "))
+			continue
+		}
 		if r.Kind == KindLatest && (e.key == "value" || e.key == "attribute") {
 			d.problem(e.keyPos, ctx, "latest has no %s: it copies set: {target attribute: source attribute} from the source that is greatest by its by attribute; allowed: %s", e.key, strings.Join(allowed, ", "))
 			continue
@@ -144,8 +150,22 @@ func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 			continue
 		}
 		switch e.key {
+		case "n", "entryBytes":
+			if r.Kind != KindTop {
+				d.unknownField(e, ctx, k, allowed)
+				continue
+			}
+			v, ok := d.positiveInt(e.valNode, ctx, k+"."+e.key)
+			if !ok {
+				continue
+			}
+			if e.key == "n" {
+				a.N = v
+			} else {
+				a.EntryBytes = v
+			}
 		case "by", "set":
-			if r.Kind != KindLatest {
+			if r.Kind != KindLatest && r.Kind != KindTop {
 				d.unknownField(e, ctx, k, allowed)
 				continue
 			}

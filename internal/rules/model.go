@@ -69,21 +69,25 @@ const (
 	KindMax    Kind = "max"
 	KindMin    Kind = "min"
 	KindLatest Kind = "latest"
+	KindTop    Kind = "top"
 )
 
 // Kinds is every rule kind. Code that handles kinds switches on each explicitly and fails
 // in its default branch; tests run every kind through every such switch, so a kind added
 // here and missed somewhere fails a test instead of being silently treated as another.
-var Kinds = []Kind{KindCopy, KindMirror, KindCount, KindSum, KindMax, KindMin, KindLatest}
+var Kinds = []Kind{KindCopy, KindMirror, KindCount, KindSum, KindMax, KindMin, KindLatest, KindTop}
 
 // Aggregate reports whether k keeps a value added up over many sources (count, sum): one
 // applied as deltas, exactly once. min and max are no aggregates in this sense (Extreme).
 func (k Kind) Aggregate() bool { return k == KindCount || k == KindSum }
 
 // Extreme reports whether k keeps the greatest or least value over many sources (max, min)
-// or the attributes of the source greatest by a sort attribute (latest): raised
-// idempotently, recomputed by one query when its holder may leave.
-func (k Kind) Extreme() bool { return k == KindMax || k == KindMin || k == KindLatest }
+// or the attributes of the source greatest by a sort attribute (latest), or a list of the
+// n greatest sources (top): raised idempotently, recomputed by one query when its holder
+// may leave.
+func (k Kind) Extreme() bool {
+	return k == KindMax || k == KindMin || k == KindLatest || k == KindTop
+}
 
 // Source-delete behaviours of copy rules.
 const (
@@ -160,6 +164,11 @@ type Aggregate struct {
 	By       string
 	Set      map[string]string
 	SetOrder []string
+	// N, for top: how many sources the list keeps. EntryBytes bounds one entry's size
+	// (0: DefaultEntryBytes); set attributes that would pass it are left out of the entry.
+	// For top, Set maps entry attribute -> source attribute, and Attribute holds the list.
+	N          int
+	EntryBytes int
 	// Where restricts membership: every attribute must equal its value (string, number or
 	// bool, as written in YAML). WhereOrder keeps file order.
 	Where         map[string]any
@@ -174,6 +183,16 @@ type Aggregate struct {
 	// Denorm writes the expiry to the table's TTL attribute when it creates the item.
 	TTL string
 }
+
+// Bounds of top lists: a list of N entries of at most EntryBytes each stays within
+// MaxTopBytes, a quarter of DynamoDB's 400 KB item limit, leaving the rest of the item to
+// the application and other rules.
+const (
+	MaxTopN           = 100
+	DefaultEntryBytes = 1024
+	MinEntryBytes     = 256
+	MaxTopBytes       = 100 * 1024
+)
 
 // Problem is one validation or load error, with its position.
 type Problem struct {

@@ -264,6 +264,8 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 	switch {
 	case rc.r.Kind == KindLatest:
 		rc.checkLatest(a, of, into)
+	case rc.r.Kind == KindTop && a.Attribute == "":
+		rc.add(rc.pos("top.attribute", "top"), "top needs attribute: the list attribute of %s that holds the entries, e.g. attribute: recentComments", orName(a.Into, "the target"))
 	case a.Attribute == "":
 		rc.add(rc.pos(k+".attribute", k), "%s needs attribute: the attribute of %s that holds the result", k, orName(a.Into, "the target"))
 	default:
@@ -277,6 +279,8 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 		rc.watch(of, a.Value)
 	case rc.r.Kind == KindLatest:
 		// by and set are checked by checkLatest
+	case rc.r.Kind == KindTop:
+		rc.checkTop(a, of)
 	case rc.r.Kind.Extreme() && a.Value == "":
 		rc.add(rc.pos(k+".value", k), "%s needs value: the number or string attribute of %s to compare", k, orName(a.Of, "the source entity"))
 	case rc.r.Kind.Extreme():

@@ -42,6 +42,10 @@ func fields(r *rules.CompiledRule) []field {
 		a := r.Agg
 		return []field{{"of", a.Of}, {"into", a.Into}, {"by", a.By}, {"set", mapping(a.Set)},
 			{"where", where(a.Where)}, {"query", r.Extreme.Way()}}
+	case rules.KindTop:
+		a := r.Agg
+		return []field{{"of", a.Of}, {"into", a.Into}, {"by", a.By}, {"n", fmt.Sprint(a.N)}, {"attribute", a.Attribute},
+			{"set", mapping(a.Set)}, {"entryBytes", fmt.Sprint(r.EntryBytes)}, {"where", where(a.Where)}, {"query", r.Extreme.Way()}}
 	default:
 		panic(fmt.Sprintf("rulesdiff: rule %q has unknown kind %q", r.Name, r.Kind))
 	}

@@ -26,6 +26,8 @@ func RuleWrites(r *rules.CompiledRule) []string {
 		return []string{r.Agg.Attribute} // no bookkeeping: raises and recomputes need none
 	case rules.KindLatest:
 		return append(append([]string(nil), r.Agg.SetOrder...), r.LatestBy, r.LatestKey)
+	case rules.KindTop:
+		return []string{r.Agg.Attribute, r.TopVersion}
 	default:
 		panic("rulesdiff: rule " + r.Name + " has unknown kind " + string(r.Kind))
 	}

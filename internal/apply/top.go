@@ -1,0 +1,88 @@
+package apply
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/exprval"
+	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// top applies one top group: one consistent read of the list and its version, the batch's
+// changes applied to it (plan.TopNext), one query of the target's sources only when a listed
+// source left a full list or fell in it (or the list must be recomputed), and one write
+// conditional on the version read, skipped when the list is unchanged. The list is a
+// function of the sources' current states, so a redelivered or crashed group is applied
+// again to the same end.
+func (r *run) top(g *plan.ExtremeGroup) error {
+	rule := g.Rule
+	for range extremeAttempts {
+		item, err := r.getItem("reading "+g.Target.PK+" "+g.Target.SK, r.x.key(g.Target),
+			r.x.set.Table.PartitionKey, rule.Agg.Attribute, rule.TopVersion)
+		if err != nil || item == nil {
+			return err // a missing target is recomputed when it is inserted
+		}
+		stored, ok := plan.DecodeTop(rule, item[rule.Agg.Attribute])
+		next, query := plan.TopNext(rule.Agg.N, stored, g.Ups, g.Left)
+		if !ok || g.Recompute || query {
+			r.count(func(s *Stats) { s.ExtremeRecomputes++ })
+			if next, err = RecomputeTop(r.ctx, r.x.api, r.x.table, rule, g.Target, g.QueryPK, func(out *dynamodb.QueryOutput, err error) error {
+				if out != nil {
+					r.consumed(false, out.ConsumedCapacity)
+				}
+				return err
+			}, r.do); err != nil {
+				return err
+			}
+		}
+		if ok && plan.SameTop(stored, next) {
+			r.count(func(s *Stats) { s.Unchanged++ })
+			return nil
+		}
+		e, err := TopWrite(r.x.set.Table.PartitionKey, rule, item, next)
+		if err != nil {
+			return err
+		}
+		err = r.updateItem("writing "+rule.Name+" of "+g.Target.PK+" "+g.Target.SK, r.x.key(g.Target), e, GuardExtreme)
+		if _, refused := isCondFailed(err); refused {
+			continue // written since the read: read and apply again
+		}
+		if err == nil {
+			r.count(func(s *Stats) { s.ExtremeRaises++ })
+		}
+		return err
+	}
+	return fmt.Errorf("%s on %s %s: %w", rule.Name, g.Target.PK, g.Target.SK, ErrExtremeConflict)
+}
+
+// TopWrite builds the write of a top list: the list (empty when no source is left, so
+// that an application's removal of the attribute stays distinguishable) and the next
+// version, on condition that the version is still the one stored holds. Shared with
+// `denorm verify --repair`.
+func TopWrite(pkAttr string, rule *rules.CompiledRule, stored record.Item, next []plan.TopEntry) (expression.Expression, error) {
+	ver := expression.Name(rule.TopVersion)
+	n := plan.Int(1)
+	if v, ok := stored[rule.TopVersion].(*types.AttributeValueMemberN); ok {
+		if cur, err := plan.ParseNumber(v.Value); err == nil {
+			n = cur.Add(plan.Int(1))
+		}
+	}
+	ub := expression.Set(expression.Name(rule.Agg.Attribute), exprval.Of(plan.TopList(next))).
+		Set(ver, exprval.Of(&types.AttributeValueMemberN{Value: n.String()}))
+	cond := exists(pkAttr)
+	if v := stored[rule.TopVersion]; v != nil {
+		cond = cond.And(ver.Equal(exprval.Of(v)))
+	} else {
+		cond = cond.And(expression.AttributeNotExists(ver))
+	}
+	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
+	if err != nil {
+		return e, fmt.Errorf("building top write: %w", err)
+	}
+	return e, nil
+}
