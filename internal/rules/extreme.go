@@ -145,8 +145,12 @@ func (rc ruleCheck) checkExtreme(a *Aggregate, of, into *entityInfo) {
 				break
 			}
 		}
-		rc.add(rc.pos(k+".of", k), "%s cannot be recomputed when the %s holding it is deleted or lowered: no one query finds every %s of a %s (%s); put the %s items in the %s's partition (pk %q and an sk with a literal prefix, e.g. %q), or add a global index whose partition key %s renders from %s's keys (e.g. a GSI on gsi1pk with %s: gsi1pk: %q)%s",
-			k, of.e.Name, of.e.Name, into.e.Name, strings.Join(why, "; "), of.e.Name, into.e.Name, pkT, strings.ToUpper(of.e.Name)+"#{...}", of.e.Name, into.e.Name, of.e.Name, pkT, project)
+		when := fmt.Sprintf("%s cannot be recomputed when the %s holding it is deleted or lowered", k, of.e.Name)
+		if rc.r.Kind == KindTop {
+			when = fmt.Sprintf("top cannot be refilled when a listed %s leaves a full list or falls", of.e.Name)
+		}
+		rc.add(rc.pos(k+".of", k), "%s: no one query finds every %s of a %s (%s); put the %s items in the %s's partition (pk %q and an sk with a literal prefix, e.g. %q), or add a global index whose partition key %s renders from %s's keys (e.g. a GSI on gsi1pk with %s: gsi1pk: %q)%s",
+			when, of.e.Name, into.e.Name, strings.Join(why, "; "), of.e.Name, into.e.Name, pkT, strings.ToUpper(of.e.Name)+"#{...}", of.e.Name, into.e.Name, of.e.Name, pkT, project)
 	}
 }
 
