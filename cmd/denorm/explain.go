@@ -83,8 +83,17 @@ func explain(w io.Writer, set *rules.Set, event []byte) error {
 	b := plan.Coalesce(plans)
 	fmt.Fprintf(w, "batch: %d version-guarded writes, %d fan-outs, %d pulls, %d watermarked counter targets (one UpdateItem each), %d relay writes (one UpdateItem per source and target in another partition), %d events with marker-guarded deltas (TransactWriteItems), %d fan-out jobs to continue\n",
 		len(b.Writes), len(b.FanOuts), len(b.Pulls), len(b.Watermarked), len(b.Relays), len(b.Marked), len(b.Jobs))
-	if len(b.Extremes) > 0 {
-		fmt.Fprintf(w, "batch: %d max/min targets (one conditional UpdateItem per raise; a consistent read, and one query only when the extreme may have left)\n", len(b.Extremes))
+	tops := 0
+	for _, g := range b.Extremes {
+		if g.Rule.Kind == rules.KindTop {
+			tops++
+		}
+	}
+	if n := len(b.Extremes) - tops; n > 0 {
+		fmt.Fprintf(w, "batch: %d max/min/latest targets (one conditional UpdateItem per raise; a consistent read, and one query only when the extreme may have left)\n", n)
+	}
+	if tops > 0 {
+		fmt.Fprintf(w, "batch: %d top lists (per list: one consistent read, one versioned UpdateItem when it changed, and one query only when a listed source left a full list or fell)\n", tops)
 	}
 	if len(undecoded) > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%d of %d records cannot be decoded: %w", len(undecoded), len(raws), errors.Join(undecoded...))}

@@ -81,7 +81,7 @@ func TestCheck(t *testing.T) {
 		{"mirror orphan", record.Item{"pk": S("USER#u1"), "sk": S("POST#p9"), "title": S("Gone")},
 			[]string{"user-posts"}, []string{`user-posts extra USER#u1 POST#p9`}},
 		{"counter right", record.Item{"pk": S("POST#p1"), "sk": S("METADATA"), "userId": S("u1"), "title": S("Hi"), "status": S("published"), "commentCount": N("2")},
-			[]string{"post-comment-count", "post-last-comment"}, nil},
+			[]string{"post-comment-count", "post-last-comment", "post-recent-comments"}, nil},
 		{"counter equal as a number", record.Item{"pk": S("FOLDER#f1"), "sk": S("METADATA"), "fileCount": N("1.0"), "totalBytes": N("10")},
 			[]string{"folder-file-count", "folder-size", "folder-oldest-upload"}, nil},
 		{"counter wrong, missing, not a number", record.Item{"pk": S("USER#u1"), "sk": S("PROFILE"), "postCount": N("5"), "commentCount": S("1")},

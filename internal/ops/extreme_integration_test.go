@@ -40,8 +40,9 @@ func TestVerifyAndRepairExtremes(t *testing.T) {
 	cfg.Mode = "verify"
 	rep := fx.run(cfg)
 	// product x's latest offer is o3: listed the same day as o1, its key is greater.
-	want := map[string]int{"post-last-comment": 2, "post-first-comment": 1, "product-cheapest": 1, "product-latest-offer": 1}
-	if got := drift(rep); len(got) != len(want) || got["post-last-comment"] != 2 || got["post-first-comment"] != 1 || got["product-cheapest"] != 1 || got["product-latest-offer"] != 1 {
+	// p1's recentComments are missing: the visible comments c and a.
+	want := map[string]int{"post-last-comment": 2, "post-first-comment": 1, "product-cheapest": 1, "product-latest-offer": 1, "post-recent-comments": 1}
+	if got := drift(rep); !reflect.DeepEqual(got, want) {
 		t.Errorf("drift %v, want %v", got, want)
 	}
 	cfg = fx.config(true)
@@ -60,6 +61,15 @@ func TestVerifyAndRepairExtremes(t *testing.T) {
 	}
 	if v, _ := get("POST#p1", "METADATA")["lastCommentAt"].(*types.AttributeValueMemberS); v == nil || v.Value != "2026-01-03" {
 		t.Errorf("lastCommentAt of p1: %v, want 2026-01-03", v)
+	}
+	var listed []string
+	if l, ok := get("POST#p1", "METADATA")["recentComments"].(*types.AttributeValueMemberL); ok {
+		for _, e := range l.Value {
+			listed = append(listed, e.(*types.AttributeValueMemberM).Value["sk"].(*types.AttributeValueMemberS).Value)
+		}
+	}
+	if !reflect.DeepEqual(listed, []string{"COMMENT#c", "COMMENT#a"}) {
+		t.Errorf("recentComments of p1 after repair: %v, want COMMENT#c, COMMENT#a (the visible ones, newest first)", listed)
 	}
 	if it := get("POST#p2", "METADATA"); it["lastCommentAt"] != nil || it["firstCommentAt"] != nil {
 		t.Errorf("p2 without comments: %v", it)

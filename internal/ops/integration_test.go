@@ -391,7 +391,9 @@ func TestBackfillResumes(t *testing.T) {
 	cfg.API, cfg.Checkpoint, cfg.Mode = api3, cp, "backfill (resumed)"
 	rep3 := fx.run(cfg)
 	if !rep3.Resumed || rep3.Unrepaired != 0 || rep3.Problems != 0 {
-		t.Fatalf("run 3: resumed %v, unrepaired %d, problems %d", rep3.Resumed, rep3.Unrepaired, rep3.Problems)
+		var b strings.Builder
+		rep3.WriteText(&b)
+		t.Fatalf("run 3: resumed %v, unrepaired %d, problems %d\n%s", rep3.Resumed, rep3.Unrepaired, rep3.Problems, b.String())
 	}
 	if p := rep3.Passes[0]; p.Round != 1 || p.Pass != 1 || p.Segments != 0 || p.Skipped != 4 || p.Scanned != 0 {
 		t.Errorf("run 3 redid the sources pass: %+v", p)

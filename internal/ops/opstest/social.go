@@ -123,6 +123,7 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 	userComments := map[int]int{}
 	postComments := map[int]int{}
 	lastComment := map[int]string{} // post-last-comment: the greatest createdAt (RFC 3339 UTC sorts)
+	recent := map[int][]Item{}      // post-recent-comments: every comment's entry, per post
 	postDays := map[[2]string]int{} // post-daily-comments: POST#p, DAY#<UTC day>
 	var dayOrder [][2]string
 	groupMembers := map[int]int{}
@@ -192,6 +193,7 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 			if c%3 == 0 {
 				it["_dnv_comment-author"] = n(5000 + c)
 			}
+			recent[p] = append(recent[p], Item{"pk": it["pk"], "sk": it["sk"], "createdAt": it["createdAt"], "author": it["userName"], "text": it["text"]})
 		}
 		d.put(it)
 	}
@@ -266,6 +268,8 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 				it["commentCount"] = n(postComments[p])
 				it["lastCommentAt"] = s(lastComment[p])
 				it["_dn_wm"] = n(100 + p)
+				it["recentComments"] = newest(recent[p], 3)
+				it["_dnt_post-recent-comments"] = n(1 + p%4)
 			}
 		}
 		// Day items exist for days with comments only (missingTarget: create); their ttl is
@@ -290,6 +294,20 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 		}
 	}
 	return d
+}
+
+// newest is the top list of entries es: the n greatest by createdAt, then by key (pk, sk).
+func newest(es []Item, n int) types.AttributeValue {
+	key := func(it Item) string { return str(it["createdAt"]) + "\x01" + str(it["pk"]) + "\x00" + str(it["sk"]) }
+	sort.Slice(es, func(i, j int) bool { return key(es[i]) > key(es[j]) })
+	if len(es) > n {
+		es = es[:n]
+	}
+	l := &types.AttributeValueMemberL{}
+	for _, e := range es {
+		l.Value = append(l.Value, &types.AttributeValueMemberM{Value: e})
+	}
+	return l
 }
 
 // Corruption is what Corrupt changed: the drifted items per rule and the writes that
@@ -333,7 +351,16 @@ func (d *Data) Corrupt(rate float64) Corruption {
 		c.PerRule[rule]++
 	}
 	named := func(it Item) bool { return str(it["userName"]) != "Former user" }
-	for _, k := range pick(d.keys("POST#", "COMMENT#"), named) {
+	// Not a comment a post lists: its entry's author would drift post-recent-comments too.
+	listed := map[string]bool{}
+	for _, k := range d.keys("POST#", "METADATA") {
+		if l, ok := d.items[k]["recentComments"].(*types.AttributeValueMemberL); ok {
+			for _, e := range l.Value {
+				listed[str(e.(*types.AttributeValueMemberM).Value["sk"])] = true
+			}
+		}
+	}
+	for _, k := range pick(d.keys("POST#", "COMMENT#"), func(it Item) bool { return named(it) && !listed[str(it["sk"])] }) {
 		change("comment-author", k, func(it Item) {
 			if d.rng.IntN(2) == 0 {
 				it["userName"] = s("Wrong name")
@@ -422,6 +449,19 @@ func (d *Data) Corrupt(rate float64) Corruption {
 				delete(it, "latestPostTitle")
 			} else {
 				it["latestPostTitle"] = s("An older post")
+			}
+		})
+	}
+	for _, k := range pick(d.keys("POST#", "METADATA"), func(it Item) bool { return it["recentComments"] != nil }) {
+		change("post-recent-comments", k, func(it Item) {
+			l := it["recentComments"].(*types.AttributeValueMemberL)
+			switch {
+			case d.rng.IntN(2) == 0:
+				delete(it, "recentComments")
+			case len(l.Value) > 1:
+				it["recentComments"] = &types.AttributeValueMemberL{Value: l.Value[1:]} // the newest left out
+			default:
+				it["recentComments"] = &types.AttributeValueMemberL{}
 			}
 		})
 	}
