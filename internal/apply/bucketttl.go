@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/table"
 )
 
@@ -20,25 +21,32 @@ import (
 //
 // Parks are not bucket items: call it for the target's key only.
 func withBucketTTL(ub expression.UpdateBuilder, spec table.Spec, key map[string]types.AttributeValue, attrs []plan.AttrAmount) expression.UpdateBuilder {
-	if spec.TTLAttribute == "" {
-		return ub
-	}
 	pk, _ := key[spec.PartitionKey].(*types.AttributeValueMemberS)
 	if pk == nil {
 		return ub
 	}
-	sk := ""
+	k := plan.Key{PK: pk.Value}
 	if v, ok := key[spec.SortKey].(*types.AttributeValueMemberS); ok {
-		sk = v.Value
+		k.SK = v.Value
 	}
 	for _, a := range attrs {
-		if a.Rule == nil {
-			continue
-		}
-		if exp, ok := a.Rule.Expiry(pk.Value, sk); ok {
-			name := expression.Name(spec.TTLAttribute)
-			return ub.Set(name, expression.IfNotExists(name, num(strconv.FormatInt(exp.Unix(), 10))))
+		if a.Rule != nil && a.Rule.TTL > 0 {
+			if _, ok := a.Rule.Expiry(k.PK, k.SK); ok {
+				return withExpiry(ub, spec, a.Rule, k)
+			}
 		}
 	}
 	return ub
+}
+
+// withExpiry adds to ub the expiry of rule r's bucket item at k (none when r has no ttl or
+// the table no TTL attribute), unless the item has one: for max and min, whose first raise
+// creates the item.
+func withExpiry(ub expression.UpdateBuilder, spec table.Spec, r *rules.CompiledRule, k plan.Key) expression.UpdateBuilder {
+	exp, ok := r.Expiry(k.PK, k.SK)
+	if !ok || spec.TTLAttribute == "" {
+		return ub
+	}
+	name := expression.Name(spec.TTLAttribute)
+	return ub.Set(name, expression.IfNotExists(name, num(strconv.FormatInt(exp.Unix(), 10))))
 }

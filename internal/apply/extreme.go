@@ -97,7 +97,13 @@ func (r *run) raise(g *plan.ExtremeGroup) error {
 		beats = name.GreaterThan(exprval.Of(g.Raise)).Or(expression.AttributeType(name, expression.String))
 	}
 	cond := exists(x.set.Table.PartitionKey).And(expression.AttributeNotExists(name).Or(beats))
-	e, err := expression.NewBuilder().WithUpdate(expression.Set(name, exprval.Of(g.Raise))).WithCondition(cond).Build()
+	ub := expression.Set(name, exprval.Of(g.Raise))
+	if g.Rule.CreatesBuckets() {
+		// A bucket item is created by its first source, with its expiry.
+		cond = expression.AttributeNotExists(name).Or(beats)
+		ub = withExpiry(ub, x.set.Table, g.Rule, g.Target)
+	}
+	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
 	if err != nil {
 		return fmt.Errorf("building %s raise: %w", g.Rule.Kind, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -337,4 +338,119 @@ func TestExtremeRecomputeReadsEveryPage(t *testing.T) {
 	if it := e.get("POST#p1", "METADATA"); n(it["topLikes"]) != 5 {
 		t.Errorf("topLikes %s, want 5", show(it["topLikes"]))
 	}
+}
+
+// bucketExtremeRules keep, per post and UTC day, the last comment's time and the fewest
+// likes of a comment (max and min into a time bucket, created by the first source, with a
+// ttl). No count: the day items are created by the max and min alone.
+const bucketExtremeRules = `version: 1
+entities:
+  Post:    {pk: "POST#{postId}", sk: METADATA}
+  PostDay: {pk: "POST#{postId}", sk: "DAY#{createdAt:day}", attributes: [lastCommentAt, fewestLikes]}
+  Comment: {pk: "POST#{postId}", sk: "COMMENT#{commentId}", attributes: [createdAt, likes]}
+rules:
+  - name: day-last-comment
+    max: {of: Comment, into: PostDay, value: createdAt, attribute: lastCommentAt, ttl: 30d}
+  - name: day-fewest-likes
+    min: {of: Comment, into: PostDay, value: likes, attribute: fewestLikes, ttl: 30d}
+`
+
+// checkBucketExtremes compares every day item with the max and min of its comments in a
+// scan, and its ttl with the end of its day plus 30 days; then runs `denorm verify`.
+func (e *env) checkBucketExtremes() {
+	e.t.Helper()
+	items := e.scan()
+	type agg struct {
+		last   string
+		fewest int
+		n      int
+	}
+	want := map[string]*agg{} // pk/sk of the day item
+	for _, it := range items {
+		if !strings.HasPrefix(s(it["sk"]), "COMMENT#") || it["createdAt"] == nil {
+			continue
+		}
+		at := s(it["createdAt"])
+		k := s(it["pk"]) + "/DAY#" + at[:10]
+		a := want[k]
+		if a == nil {
+			a = &agg{fewest: 1 << 30}
+			want[k] = a
+		}
+		a.last = max(a.last, at)
+		if it["likes"] != nil {
+			a.fewest = min(a.fewest, n(it["likes"]))
+		}
+	}
+	bad := 0
+	seen := map[string]bool{}
+	for _, it := range items {
+		if !strings.HasPrefix(s(it["sk"]), "DAY#") {
+			continue
+		}
+		k := s(it["pk"]) + "/" + s(it["sk"])
+		seen[k] = true
+		a := want[k]
+		if a == nil {
+			a = &agg{fewest: 1 << 30}
+		}
+		fewest := ""
+		if a.fewest < 1<<30 {
+			fewest = strconv.Itoa(a.fewest)
+		}
+		gotFewest := ""
+		if it["fewestLikes"] != nil {
+			gotFewest = strconv.Itoa(n(it["fewestLikes"]))
+		}
+		day, _ := time.Parse("2006-01-02", s(it["sk"])[len("DAY#"):])
+		if s(it["lastCommentAt"]) != a.last || gotFewest != fewest || n(it["ttl"]) != int(day.Add(24*time.Hour+30*24*time.Hour).Unix()) {
+			if bad < 10 {
+				e.t.Errorf("%s: lastCommentAt %q fewestLikes %q ttl %d; want %q %q and the day's end + 30d",
+					k, s(it["lastCommentAt"]), gotFewest, n(it["ttl"]), a.last, fewest)
+			}
+			bad++
+		}
+	}
+	for k := range want {
+		if !seen[k] {
+			e.t.Errorf("day item %s missing", k)
+			bad++
+		}
+	}
+	if bad > 0 {
+		e.t.Fatalf("%d day items differ from their comments", bad)
+	}
+	e.verifyRules(bucketExtremeRules)
+}
+
+// bucketWorkload writes comments of 3 posts over the last 4 days: inserts, new times (often
+// another day: the comment moves between buckets), new likes, deletes.
+func (e *env) bucketWorkload(seed uint64, ops int) {
+	rng := rand.New(rand.NewPCG(seed, 13))
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	for i := 0; i < ops; i++ {
+		post, c := fmt.Sprintf("p%d", rng.IntN(3)), fmt.Sprintf("c%d", rng.IntN(12))
+		if rng.IntN(4) == 0 {
+			e.del("POST#"+post, "COMMENT#"+c)
+			continue
+		}
+		at := today.Add(-time.Duration(rng.IntN(4*24*60)) * time.Minute).Format(time.RFC3339)
+		e.put(map[string]string{"pk": "POST#" + post, "sk": "COMMENT#" + c, "createdAt": at, "likes": strconv.Itoa(rng.IntN(20))})
+	}
+}
+
+// max and min into a day bucket: the first comment of a day creates its item with the ttl,
+// the day's max leaving (deleted, or moved to another day) is recomputed from one query.
+func TestExtremesPerBucket(t *testing.T) {
+	e := newEnvRules(t, apply.Options{}, bucketExtremeRules)
+	e.api.failAfter = -1
+	e.bucketWorkload(1, 150)
+	e.drain(20, e.lambdaLike)
+	e.checkBucketExtremes()
+	e.bucketWorkload(2, 150)
+	e.drain(20, func(b []json.RawMessage) { e.lambdaLike(b); e.lambdaLike(b) })
+	e.checkBucketExtremes()
+	e.bucketWorkload(3, 150)
+	e.drain(15, e.crashAtEveryWrite)
+	e.checkBucketExtremes()
 }

@@ -133,6 +133,9 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 			}
 		case rules.KindMax, rules.KindMin:
 			seen[i][key] = true
+			if w.ev.expiredBucket(r, key) {
+				continue // DynamoDB's TTL deletes it
+			}
 			attr := r.Agg.Attribute
 			got, want := item[attr], exp.Extremes[i][key]
 			if !sameExtreme(got, want) {
@@ -214,7 +217,16 @@ func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen) ([]Drift, Mi
 				out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Total: total,
 					Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: numberAV(total)}}})
 			}
-		case rules.KindMax, rules.KindMin, rules.KindLatest, rules.KindTop:
+		case rules.KindMax, rules.KindMin:
+			if !r.CreatesBuckets() {
+				continue // a missing target is never created: its INSERT recomputes it
+			}
+			for k, want := range exp.Extremes[i] {
+				if !seen[i][k] && !ev.expiredBucket(r, k) {
+					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: want}}})
+				}
+			}
+		case rules.KindLatest, rules.KindTop:
 			// A missing target is never created: its INSERT recomputes it from its sources.
 		}
 	}

@@ -3,7 +3,9 @@ package ops_test
 import (
 	"context"
 	"reflect"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -79,5 +81,46 @@ func TestVerifyAndRepairExtremes(t *testing.T) {
 	}
 	if v, _ := get("PRODUCT#x", "PRODUCT")["cheapestPrice"].(*types.AttributeValueMemberN); v == nil || v.Value != "20" {
 		t.Errorf("cheapestPrice of x: %v, want 20 (DynamoDB normalizes 20.0)", v)
+	}
+}
+
+// A max into a time bucket: verify finds a day item holding a wrong value and one missing
+// (its sources create it), --repair writes the first and creates the second with its
+// expiry, and a second verify is clean.
+func TestVerifyAndRepairBucketExtremes(t *testing.T) {
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	at := func(daysAgo, hour int) string {
+		return today.Add(-time.Duration(daysAgo)*24*time.Hour + time.Duration(hour)*time.Hour).Format(time.RFC3339)
+	}
+	day := func(daysAgo int) string { return "DAY#" + at(daysAgo, 0)[:10] }
+	items := []opstest.Item{
+		{"pk": sv("POST#p9"), "sk": sv("METADATA"), "firstCommentAt": sv(at(1, 8)), // hidden comments: no lastCommentAt
+			"recentComments": &types.AttributeValueMemberL{Value: []types.AttributeValue{}}},
+		{"pk": sv("POST#p9"), "sk": sv("COMMENT#a"), "createdAt": sv(at(1, 8)), "status": sv("hidden")},
+		{"pk": sv("POST#p9"), "sk": sv("COMMENT#b"), "createdAt": sv(at(1, 10)), "status": sv("hidden")},
+		{"pk": sv("POST#p9"), "sk": sv("COMMENT#c"), "createdAt": sv(at(0, 9)), "status": sv("hidden")},
+		{"pk": sv("POST#p9"), "sk": sv(day(0)), "lastCommentAt": sv(at(0, 7))}, // wrong: c is at 9
+		// yesterday's item is missing: a and b create it
+	}
+	fx := newFixtureOf(t, "../rules/testdata/valid/extremes.yaml", items)
+	cfg := fx.config(false)
+	cfg.Mode = "verify"
+	if got := drift(fx.run(cfg)); !reflect.DeepEqual(got, map[string]int{"post-day-last-comment": 2}) {
+		t.Errorf("drift %v, want post-day-last-comment: 2", got)
+	}
+	cfg = fx.config(true)
+	cfg.Mode = "verify --repair"
+	fx.run(cfg)
+	cfg = fx.config(false)
+	cfg.Mode = "verify after repair"
+	requireClean(t, fx.run(cfg))
+	out, err := fx.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(fx.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": sv("POST#p9"), "sk": sv(day(1))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTTL := strconv.FormatInt(today.Add(90*24*time.Hour).Unix(), 10) // yesterday's end + 90d
+	if !reflect.DeepEqual(out.Item["lastCommentAt"], sv(at(1, 10))) || !reflect.DeepEqual(out.Item["ttl"], nv(wantTTL)) {
+		t.Errorf("created day item %v, want lastCommentAt %s and ttl %s", out.Item, at(1, 10), wantTTL)
 	}
 }

@@ -285,6 +285,13 @@ func (rp *repairer) extreme(ctx context.Context, d *Drift) (Outcome, error) {
 		ub = expression.Set(expression.Name(attr), val(best))
 	}
 	cond := expression.AttributeExists(expression.Name(rp.db.spec.PartitionKey)).And(unchanged(attr, got))
+	if d.Got == nil { // a bucket item its sources create
+		if best == nil {
+			return Resolved, nil
+		}
+		cond = unchanged(attr, nil)
+		ub = withBucketTTL(ub, rp.db.spec, r, d.Key)
+	}
 	if err := rp.db.update(ctx, d.Key, ub, cond); err == nil {
 		return Repaired, nil
 	} else if !isCondFailed(err) {
@@ -308,7 +315,14 @@ func (rp *repairer) bestSource(ctx context.Context, d *Drift) (map[string]types.
 // capacity counted and its calls retried.
 func (rp *repairer) querySources(ctx context.Context, d *Drift, q func(r *rules.CompiledRule, pk string, seen func(*dynamodb.QueryOutput, error) error, do func(string, func(context.Context) error) error) error) error {
 	r := rp.w.ev.rules[d.Rule].r
-	b, ok := r.Target.Match(d.Got, nil)
+	got := d.Got
+	if got == nil { // a missing bucket item: its key renders the query
+		got = record.Item{rp.db.spec.PartitionKey: &types.AttributeValueMemberS{Value: d.Key.PK}}
+		if rp.db.spec.SortKey != "" {
+			got[rp.db.spec.SortKey] = &types.AttributeValueMemberS{Value: d.Key.SK}
+		}
+	}
+	b, ok := r.Target.Match(got, nil)
 	if !ok {
 		return fmt.Errorf("%s %s is not a %s", d.Key.PK, d.Key.SK, r.Target.Name)
 	}

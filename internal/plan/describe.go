@@ -122,8 +122,15 @@ func describeExtreme(w io.Writer, x Extreme) {
 	recompute := fmt.Sprintf("recompute the %s of %s over the %ss it finds (%s, every page, projecting only what the rule reads) and write it on condition that %s is still as read (REMOVE when none is left)",
 		r.Kind, r.Agg.Value, r.Source.Name, query, attr)
 	if x.Raise != nil {
-		fmt.Fprintf(w, "  %s: SET %s = %s on %s if it is absent or %s (one conditional UpdateItem; idempotent, a refusal is normal)\n",
-			r.Name, attr, show(x.Raise), x.Target, than)
+		create := ""
+		if r.CreatesBuckets() {
+			create = ", creating the bucket item if it does not exist"
+			if r.TTL > 0 {
+				create += fmt.Sprintf(" (with its expiry, %s after its bucket ends)", r.Agg.TTL)
+			}
+		}
+		fmt.Fprintf(w, "  %s: SET %s = %s on %s if it is absent or %s%s (one conditional UpdateItem; idempotent, a refusal is normal)\n",
+			r.Name, attr, show(x.Raise), x.Target, than, create)
 	}
 	if x.Recheck != nil {
 		fmt.Fprintf(w, "  %s: %s left %s: read %s (one consistent GetItem); if it is not %s than %s, it may have been the %s: %s\n",

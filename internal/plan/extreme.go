@@ -185,6 +185,14 @@ func (e *eval) extreme(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 			newV = nil // it counts nowhere now
 		}
 	}
+	// A bucket whose ttl had passed when the record was written is left alone, as counts
+	// leave it: DynamoDB deletes it anyway.
+	if oldV != nil && e.expired(r, oldX.Target) {
+		oldV = nil
+	}
+	if newV != nil && e.expired(r, newX.Target) {
+		newV = nil
+	}
 	same := oldV != nil && newV != nil && oldX.Target == newX.Target
 	latest := r.Kind == rules.KindLatest
 	top := r.Kind == rules.KindTop

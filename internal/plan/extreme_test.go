@@ -69,16 +69,16 @@ func TestExtremePlans(t *testing.T) {
 		want string // the effects, one "rule target raise/recheck/recompute" per line
 	}{
 		{"comment inserted", change(record.Insert, nil, xcomment("c1", "2026-01-02T00:00:00Z", "visible")),
-			"post-last-comment POST#p1/METADATA raise=2026-01-02T00:00:00Z\npost-first-comment POST#p1/METADATA raise=2026-01-02T00:00:00Z\npost-recent-comments POST#p1/METADATA raise=2026-01-02T00:00:00Z key=POST#p1|COMMENT#c1 set=pk,sk,createdAt"},
+			"post-last-comment POST#p1/METADATA raise=2026-01-02T00:00:00Z\npost-first-comment POST#p1/METADATA raise=2026-01-02T00:00:00Z\npost-recent-comments POST#p1/METADATA raise=2026-01-02T00:00:00Z key=POST#p1|COMMENT#c1 set=pk,sk,createdAt\npost-day-last-comment POST#p1/DAY#2026-01-02 raise=2026-01-02T00:00:00Z"},
 		{"hidden comment inserted", change(record.Insert, nil, xcomment("c1", "2026-01-02T00:00:00Z", "hidden")),
-			"post-first-comment POST#p1/METADATA raise=2026-01-02T00:00:00Z"},
+			"post-first-comment POST#p1/METADATA raise=2026-01-02T00:00:00Z\npost-day-last-comment POST#p1/DAY#2026-01-02 raise=2026-01-02T00:00:00Z"},
 		{"comment without a time", change(record.Insert, nil, xcomment("c1", "", "visible")), ""},
 		{"comment deleted", change(record.Remove, xcomment("c1", "2026-01-02T00:00:00Z", "visible"), nil),
-			"post-last-comment POST#p1/METADATA recheck=2026-01-02T00:00:00Z\npost-first-comment POST#p1/METADATA recheck=2026-01-02T00:00:00Z\npost-recent-comments POST#p1/METADATA recheck=2026-01-02T00:00:00Z of POST#p1|COMMENT#c1"},
+			"post-last-comment POST#p1/METADATA recheck=2026-01-02T00:00:00Z\npost-first-comment POST#p1/METADATA recheck=2026-01-02T00:00:00Z\npost-recent-comments POST#p1/METADATA recheck=2026-01-02T00:00:00Z of POST#p1|COMMENT#c1\npost-day-last-comment POST#p1/DAY#2026-01-02 recheck=2026-01-02T00:00:00Z"},
 		{"comment hidden", change(record.Modify, xcomment("c1", "2026-01-02T00:00:00Z", "visible"), xcomment("c1", "2026-01-02T00:00:00Z", "hidden")),
 			"post-last-comment POST#p1/METADATA recheck=2026-01-02T00:00:00Z\npost-recent-comments POST#p1/METADATA recheck=2026-01-02T00:00:00Z of POST#p1|COMMENT#c1"},
 		{"comment moved later", change(record.Modify, xcomment("c1", "2026-01-02T00:00:00Z", "visible"), xcomment("c1", "2026-01-03T00:00:00Z", "visible")),
-			"post-last-comment POST#p1/METADATA raise=2026-01-03T00:00:00Z\npost-first-comment POST#p1/METADATA raise=2026-01-03T00:00:00Z recheck=2026-01-02T00:00:00Z\npost-recent-comments POST#p1/METADATA raise=2026-01-03T00:00:00Z key=POST#p1|COMMENT#c1 set=pk,sk,createdAt"},
+			"post-last-comment POST#p1/METADATA raise=2026-01-03T00:00:00Z\npost-first-comment POST#p1/METADATA raise=2026-01-03T00:00:00Z recheck=2026-01-02T00:00:00Z\npost-recent-comments POST#p1/METADATA raise=2026-01-03T00:00:00Z key=POST#p1|COMMENT#c1 set=pk,sk,createdAt\npost-day-last-comment POST#p1/DAY#2026-01-03 raise=2026-01-03T00:00:00Z\npost-day-last-comment POST#p1/DAY#2026-01-02 recheck=2026-01-02T00:00:00Z"},
 		{"comment text edited", change(record.Modify, xcomment("c1", "2026-01-02T00:00:00Z", "visible"), func() record.Item {
 			it := xcomment("c1", "2026-01-02T00:00:00Z", "visible")
 			it["text"] = s("edited")

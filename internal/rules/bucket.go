@@ -80,6 +80,12 @@ func ParseTTL(s string) (time.Duration, error) {
 	return time.Duration(n) * unit, nil
 }
 
+// CreatesBuckets reports whether r is a count, sum, max or min whose target's key holds a
+// time bucket: its targets are created by their first source.
+func (r *CompiledRule) CreatesBuckets() bool {
+	return (r.Kind.Aggregate() || r.Kind == KindMax || r.Kind == KindMin) && r.Target != nil && len(r.Target.Buckets()) > 0
+}
+
 // Expiry returns the TTL of count or sum rule r's target at key pk/sk: r's ttl after the
 // end of the latest time bucket in the key (a key with a day and a month bucket expires
 // after the month). ok is false when r has no ttl or the key is not a target of r.
@@ -130,7 +136,7 @@ func (r *CompiledRule) Expiry(pk, sk string) (time.Time, bool) {
 // of createdAt into PostDay (sk "DAY#{createdAt:day}"), created on first use; expires 90d
 // after its day ends (written to ttl)". ttlAttribute is the table's TTL attribute.
 func (r *CompiledRule) Bucketing(ttlAttribute string) string {
-	if !r.Kind.Aggregate() || r.Target == nil {
+	if !r.CreatesBuckets() {
 		return ""
 	}
 	bs := r.Target.Buckets()

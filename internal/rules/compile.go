@@ -281,11 +281,11 @@ func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRul
 					r.EntryBytes = DefaultEntryBytes
 				}
 			}
-			break
-		}
-		r.Watermark = len(f.Table.LocalIndexes) > 0 && r.Source.PK.String() == r.Target.PK.String()
-		if !r.Watermark && a.ExactlyOnce != ExactlyOnceTransaction && RelayAllowed(f.Table) {
-			r.Watermark, r.Relay = true, true
+		} else {
+			r.Watermark = len(f.Table.LocalIndexes) > 0 && r.Source.PK.String() == r.Target.PK.String()
+			if !r.Watermark && a.ExactlyOnce != ExactlyOnceTransaction && RelayAllowed(f.Table) {
+				r.Watermark, r.Relay = true, true
+			}
 		}
 		if a.TTL != "" {
 			ttl, err := ParseTTL(a.TTL)

@@ -146,7 +146,7 @@ func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 			continue
 		}
 		if r.Kind.Extreme() && slices.Contains(sumFields, e.key) && !slices.Contains(allowed, e.key) {
-			d.problem(e.keyPos, ctx, "%s has no %s: its writes are idempotent (it needs no exactly-once mode), a missing target is skipped and filled when it is inserted, and a source removed by TTL leaves it like a deleted one; allowed: %s", k, e.key, strings.Join(allowed, ", "))
+			d.problem(e.keyPos, ctx, "%s has no %s: its writes are idempotent (it needs no exactly-once mode), a missing target is filled when it is inserted (a time bucket item is created by its first source), and a source removed by TTL leaves it like a deleted one; allowed: %s", k, e.key, strings.Join(allowed, ", "))
 			continue
 		}
 		switch e.key {

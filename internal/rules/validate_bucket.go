@@ -74,7 +74,7 @@ func (rc ruleCheck) checkAggBucket(a *Aggregate, into *entityInfo) {
 		}
 		return
 	}
-	if a.MissingTarget != MissingCreate {
+	if a.MissingTarget != MissingCreate && !rc.r.Kind.Extreme() { // max and min create bucket items
 		what := "the default, skip,"
 		if a.MissingTarget != "" {
 			what = a.MissingTarget
@@ -87,7 +87,7 @@ func (rc ruleCheck) checkAggBucket(a *Aggregate, into *entityInfo) {
 // checkTTLField checks a rule's ttl as written and that the table has somewhere to put it.
 func (rc ruleCheck) checkTTLField(a *Aggregate) {
 	_, written := rc.r.Fields[string(rc.r.Kind)+".ttl"]
-	if (a.TTL == "" && !written) || rc.r.Kind.Extreme() { // an extreme's ttl is refused when read
+	if a.TTL == "" && !written {
 		return
 	}
 	p := rc.pos(string(rc.r.Kind)+".ttl", string(rc.r.Kind))
@@ -108,7 +108,7 @@ func (rc ruleCheck) bucketTarget(dst *entityInfo, field string) bool {
 		return false
 	}
 	b := bs[0]
-	rc.add(rc.pos(field, strings.SplitN(field, ".", 2)[0]), "%s's %s holds a time bucket ({%s:%s}): a bucket item stands for every source of its %s, which only a count or sum can keep, and a %s writes one target per source: write {%s} without a width in %s's templates, or count or sum into %s",
+	rc.add(rc.pos(field, strings.SplitN(field, ".", 2)[0]), "%s's %s holds a time bucket ({%s:%s}): a bucket item stands for every source of its %s, which only a count, sum, max or min can keep, and a %s writes one target per source: write {%s} without a width in %s's templates, or count, sum, max or min into %s",
 		dst.e.Name, b, b.name, b.width, b.width, rc.r.Kind, b.name, dst.e.Name, dst.e.Name)
 	return true
 }
@@ -123,7 +123,7 @@ func (v *validator) checkBucketTTLs() {
 	seen := map[string]first{}
 	for i := range v.f.Rules {
 		r := &v.f.Rules[i]
-		if r.Agg == nil || !r.Kind.Aggregate() || v.ents[r.Agg.Into] == nil {
+		if r.Agg == nil || !(r.Kind.Aggregate() || r.Kind == KindMax || r.Kind == KindMin) || v.ents[r.Agg.Into] == nil {
 			continue
 		}
 		norm := ""

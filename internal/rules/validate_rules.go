@@ -315,7 +315,8 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 	}
 	if rc.r.Kind.Extreme() {
 		rc.checkExtreme(a, of, into)
-	} else {
+	}
+	if !rc.r.Kind.Extreme() || rc.r.Kind == KindMax || rc.r.Kind == KindMin {
 		rc.checkAggBucket(a, into)
 	}
 	spec := rc.v.f.Table
