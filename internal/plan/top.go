@@ -180,13 +180,13 @@ func DecodeTop(r *rules.CompiledRule, v types.AttributeValue) (es []TopEntry, ok
 		}
 		es = append(es, TopEntry{Key: LatestKey(r, m.Value), By: by, Item: m.Value})
 	}
-	if len(es) > r.Agg.N || !slices.IsSortedFunc(es, func(a, b TopEntry) int {
-		if TopBefore(b, a) {
-			return 1
-		}
-		return -1
-	}) {
+	if len(es) > r.Agg.N {
 		return nil, false
+	}
+	for i := 1; i < len(es); i++ {
+		if !TopBefore(es[i-1], es[i]) { // out of order, or one source twice
+			return nil, false
+		}
 	}
 	return es, true
 }

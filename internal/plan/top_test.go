@@ -93,6 +93,7 @@ func TestDecodeTop(t *testing.T) {
 		"a string":               s("recent"),
 		"a list of strings":      &types.AttributeValueMemberL{Value: []types.AttributeValue{s("x")}},
 		"an entry without a key": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"createdAt": s("2026")}}}},
+		"one source twice":       plan.TopList([]plan.TopEntry{es[0], es[0]}),
 		"out of order":           plan.TopList([]plan.TopEntry{es[1], es[0]}),
 		"longer than n":          plan.TopList([]plan.TopEntry{entry(t, r, "d", 9, ""), entry(t, r, "c", 8, ""), es[0], es[1]}),
 	}
