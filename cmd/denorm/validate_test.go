@@ -79,11 +79,13 @@ rules:
 			`  rule "post-daily-comments": Comment by the UTC day of createdAt into PostDay (sk "DAY#{createdAt:day}"), created on first use; expires 90d after its day ends (written to ttl)` + "\n" +
 			`  rule "customer-daily-orders": Order by the UTC day of placedAt into CustomerDay (sk "DAY#{placedAt:day}"), created on first use; expires 400d after its day ends (written to ttl)` + "\n"}, nil, true},
 		{"time bucket mistakes", []string{badBuckets}, 1, nil, []string{
-			badBuckets + `:15:9: entity "PostWeek": bad sk template: key template syntax: "WEEK#{createdAt:week}": variable {createdAt:week}: "week" is not a time bucket`,
-			badBuckets + `:19:32: rule "daily-comments": PostDay's sk "DAY#{createdAt:day}" holds a time bucket ({createdAt:day}): a bucket item does not exist before its first source`,
-			badBuckets + `:19:32: rule "daily-comments": PostDay's sk "DAY#{createdAt:day}" buckets {createdAt}, the time of each Comment, which Comment does not have: did you mean {created}?`,
-			badBuckets + `:19:71: rule "daily-comments": ttl is written to the table's TTL attribute, and the table has none: add ttlAttribute: ttl under table`,
-			badBuckets + `:21:31: rule "last-text": PostDay's sk "DAY#{createdAt:day}" holds a time bucket ({createdAt:day}): a bucket item stands for every source of its day`,
+			badBuckets + `:19:9: entity "PostWeek": bad sk template: key template syntax: "WEEK#{createdAt:week}": variable {createdAt:week}: "week" is not a time bucket`,
+			badBuckets + `:23:32: rule "daily-comments": PostDay's sk "DAY#{createdAt:day}" holds a time bucket ({createdAt:day}): a bucket item does not exist before its first source`,
+			badBuckets + `:23:32: rule "daily-comments": PostDay's sk "DAY#{createdAt:day}" buckets {createdAt}, the time of each Comment, which Comment does not have: did you mean {created}?`,
+			badBuckets + `:23:71: rule "daily-comments": ttl is written to the table's TTL attribute, and the table has none: add ttlAttribute: ttl under table`,
+			badBuckets + `:25:31: rule "last-text": PostDay's sk "DAY#{createdAt:day}" holds a time bucket ({createdAt:day}): a bucket item stands for every source of its day`,
+			badBuckets + `:27:33: rule "day-newest-text": latest into a time bucket (PostDay's sk "DAY#{createdAt:day}") is not supported yet`,
+			badBuckets + `:29:83: rule "post-last-comment": ttl counts from the end of the target's time bucket, and Post's keys hold none`,
 		}, false},
 		// An unclosed '[' is reported where it opens (line 4), not where YAML gave up.
 		{"unclosed bracket", []string{unclosed}, 1, nil, []string{
