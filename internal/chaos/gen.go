@@ -31,7 +31,10 @@ type Options struct {
 // Plan is a generated workload: the operations, phase after phase, and the model of the
 // table they leave behind.
 type Plan struct {
-	Ops   []workload.Op
+	Ops []workload.Op
+	// Final are written after Ops have drained: deletes whose effect later changes would
+	// hide (refills).
+	Final []workload.Op
 	Model *Model
 	// PoisonRecords is how many stream records of the workload can never be applied.
 	PoisonRecords int
@@ -76,7 +79,9 @@ func Generate(seed uint64, n int, f Faults, opt Options) *Plan {
 	for r := 0; len(g.ops) < n; r++ {
 		g.round(r, min(size, max(n-len(g.ops), 60)))
 	}
-	return &Plan{Ops: g.ops, Model: g.m, PoisonRecords: g.poison, Expiries: g.expiries, Rounds: g.rounds,
+	n0 := len(g.ops)
+	g.refills()
+	return &Plan{Ops: g.ops[:n0], Final: g.ops[n0:], Model: g.m, PoisonRecords: g.poison, Expiries: g.expiries, Rounds: g.rounds,
 		Application: g.app}
 }
 
@@ -321,9 +326,19 @@ func (g *gen) churn() {
 		if p, ok := pick(Post); ok {
 			g.comment(p)
 		}
-	case k < 37:
+	case k < 34:
 		if c, ok := pick(Comment); ok {
 			g.emit(del(c))
+		}
+	case k < 37: // the newest comment of a post: post-recent-comments must refill its list
+		if c, ok := pick(Comment); ok {
+			newest, at := c, ""
+			for _, o := range g.children(Comment, func(o Key) bool { return o.PK == c.PK }) {
+				if it, _ := g.m.Item(o); str(it["createdAt"]) > at {
+					newest, at = o, str(it["createdAt"])
+				}
+			}
+			g.emit(del(newest))
 		}
 	case k < 41: // the application writes a stale copy of the author's name over the real one
 		if c, ok := pick(Comment); ok {
@@ -480,6 +495,35 @@ func (g *gen) expire(k Key) {
 		g.expiries++
 	}
 	g.emit(del(k))
+}
+
+// refills deletes the newest comment of every post with more comments than
+// post-recent-comments lists, once everything before has drained (Plan.Final): each full
+// list must be refilled from its post's comments. Earlier such deletes are often healed by
+// later changes to the comment left out (a rename's copy reaching it adds it back to a
+// short list); these stand until the oracle looks.
+func (g *gen) refills() {
+	g.phase = "refills"
+	byPost := map[string][]Key{}
+	for _, c := range g.m.Live(Comment) {
+		byPost[c.PK] = append(byPost[c.PK], c)
+	}
+	for _, p := range g.m.Live(Post) {
+		cs := byPost[p.PK]
+		if len(cs) <= topN {
+			continue
+		}
+		newest, at := Key{}, ""
+		for _, c := range cs {
+			if it, _ := g.m.Item(c); str(it["createdAt"]) > at {
+				newest, at = c, str(it["createdAt"])
+			}
+		}
+		if at != "" {
+			g.emit(del(newest))
+		}
+	}
+	g.phase = ""
 }
 
 // children returns the live items of kind that keep passes, in a stable order.

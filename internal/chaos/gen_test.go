@@ -138,12 +138,18 @@ func TestOracle(t *testing.T) {
 	table[Key{"_dn#job#comment-author#x", "_dn#job#"}] = record.Item{}
 	delete(table, comment)
 	table[user]["unexpected"] = &types.AttributeValueMemberS{Value: "x"}
+	for _, k := range p.Model.Live(Post) { // a list that lost its newest entry
+		if l, ok := table[k]["recentComments"].(*types.AttributeValueMemberL); ok && k != commented {
+			table[k]["recentComments"] = &types.AttributeValueMemberL{Value: l.Value[1:]}
+			break
+		}
+	}
 	got := map[string]bool{}
 	for _, m := range Oracle(p.Model, table) {
 		got[m.What+" "+m.Attr] = true
 	}
 	for _, want := range []string{"attribute commentCount", "zombie ", "unfinished job ", "missing ", "attribute unexpected",
-		"attribute oldestUpload", "attribute postCount", "attribute lastCommentAt"} {
+		"attribute oldestUpload", "attribute postCount", "attribute lastCommentAt", "attribute recentComments"} {
 		if !got[want] {
 			t.Errorf("the oracle missed %q (found %v)", want, got)
 		}
@@ -158,6 +164,11 @@ func TestEqualAV(t *testing.T) {
 	}{
 		{n("5.1"), n("5.10"), true}, {nil, n("0"), true}, {n("0"), n("0.00"), true}, {nil, n("1"), false},
 		{&types.AttributeValueMemberS{Value: "1"}, n("1"), false}, {nil, nil, true}, {n("1"), nil, false},
+		{&types.AttributeValueMemberL{}, nil, true}, // a top list that emptied
+		{&types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"n": n("2.0")}}}},
+			&types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"n": n("2")}}}}, true},
+		{&types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"n": n("2"), "x": n("1")}}}},
+			&types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"n": n("2")}}}}, false},
 	} {
 		if equalAV(tc.got, tc.want) != tc.eq {
 			t.Errorf("equalAV(%s, %s) != %v", renderAV(tc.got), renderAV(tc.want), tc.eq)

@@ -40,7 +40,7 @@ func (m Mismatch) String() string {
 // writes: the application's value is not expected there.
 var ruleWritten = map[Kind][]string{
 	User:       {"postCount", "commentCount", "latestPostTitle"},
-	Post:       {"commentCount", "lastCommentAt"},
+	Post:       {"commentCount", "lastCommentAt", "recentComments"},
 	Group:      {"memberCount"},
 	Folder:     {"fileCount", "totalBytes", "oldestUpload"},
 	Comment:    {"userName", "userAvatar"},
@@ -66,6 +66,8 @@ var ruleWritten = map[Kind][]string{
 // Denorm never creates the target and recomputes it when it is inserted or loses the
 // attribute. A latest (expectLatest) copies from the newest
 // live source, ties to the greater key. STATS#global's postCount (expectGlobal) counts every live post.
+// A top list (expectTop) is the 3 newest live comments of the post, each entry built from
+// the comment.
 func Oracle(m *Model, table map[Key]record.Item) []Mismatch {
 	o := &oracle{m: m, table: table}
 	o.expectAll()
@@ -98,6 +100,7 @@ func (o *oracle) expectAll() {
 	o.expectLatest()
 	o.expectGlobal()
 	o.expectDays()
+	o.expectTop()
 }
 
 func (o *oracle) expect() {
@@ -234,7 +237,32 @@ func (o *oracle) add(k Key, what, attr, got, want string) {
 // missing counter as zero, nil as absent.
 func equalAV(got, want types.AttributeValue) bool {
 	if want == nil {
-		return got == nil
+		l, empty := got.(*types.AttributeValueMemberL) // a top list that emptied
+		return got == nil || (empty && len(l.Value) == 0)
+	}
+	switch w := want.(type) {
+	case *types.AttributeValueMemberL:
+		g, ok := got.(*types.AttributeValueMemberL)
+		if !ok || len(g.Value) != len(w.Value) {
+			return false
+		}
+		for i := range w.Value {
+			if !equalAV(g.Value[i], w.Value[i]) {
+				return false
+			}
+		}
+		return true
+	case *types.AttributeValueMemberM:
+		g, ok := got.(*types.AttributeValueMemberM)
+		if !ok || len(g.Value) != len(w.Value) {
+			return false
+		}
+		for a, v := range w.Value {
+			if !equalAV(g.Value[a], v) {
+				return false
+			}
+		}
+		return true
 	}
 	wn, wok := want.(*types.AttributeValueMemberN)
 	if wok {
@@ -259,6 +287,14 @@ func renderAV(v types.AttributeValue) string {
 		return fmt.Sprintf("%q", x.Value)
 	case *types.AttributeValueMemberN:
 		return x.Value
+	case *types.AttributeValueMemberM:
+		return render(x.Value)
+	case *types.AttributeValueMemberL:
+		parts := make([]string, len(x.Value))
+		for i, e := range x.Value {
+			parts[i] = renderAV(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
 	}
 	return fmt.Sprintf("%T", v)
 }

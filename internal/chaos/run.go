@@ -107,7 +107,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	start := time.Now()
 	plan := Generate(cfg.Seed, cfg.Ops, cfg.Faults, cfg.Workload)
-	res := &Result{Ops: len(plan.Ops), Rounds: plan.Rounds, Expiries: plan.Expiries, PoisonExpected: plan.PoisonRecords}
+	res := &Result{Ops: len(plan.Ops) + len(plan.Final), Rounds: plan.Rounds, Expiries: plan.Expiries, PoisonExpected: plan.PoisonRecords}
 	counts := &counters{}
 	budget := newBudget(cfg.Faults.MaxPerBatch)
 	margin := 50 * time.Millisecond
@@ -153,7 +153,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				case <-tick.C:
 					st := m.Stats()
 					fmt.Fprintf(cfg.Progress, "chaos: %s ops %d/%d records %d batches %d invocations %d onFailure %d\n",
-						time.Since(start).Round(time.Second), written.Load(), len(plan.Ops), st.Records, st.Batches, st.Invocations, st.OnFailure)
+						time.Since(start).Round(time.Second), written.Load(), len(plan.Ops)+len(plan.Final), st.Records, st.Batches, st.Invocations, st.OnFailure)
 				}
 			}
 		}()
@@ -172,6 +172,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := m.Drain(dctx, time.Second); err != nil {
 		_ = p.Close()
 		return res, fmt.Errorf("draining the stream: %w", err)
+	}
+	if len(plan.Final) > 0 {
+		if err := workload.Write(ctx, app, cfg.Table, plan.Final, cfg.Workers, func() { written.Add(1) }); err != nil {
+			_ = p.Close()
+			return res, err
+		}
+		if err := m.Drain(dctx, time.Second); err != nil {
+			_ = p.Close()
+			return res, fmt.Errorf("draining the stream after the final writes: %w", err)
+		}
 	}
 	res.DrainDuration = time.Since(t1)
 	if err := p.Close(); err != nil {
