@@ -24,7 +24,7 @@ type extremeCheck struct {
 }
 
 // showExtremes recomputes, from the items themselves and not with the verify engine, the
-// social example's max, min and latest rules and the global post count, prints one line
+// social example's max, min, latest and top rules and the global post count, prints one line
 // each and returns how many targets disagree. A rules file without them shows nothing.
 func showExtremes(ctx context.Context, w io.Writer, p *local.Pipeline, f *rules.File) (int, error) {
 	names := map[string]bool{}
@@ -52,6 +52,53 @@ func showExtremes(ctx context.Context, w io.Writer, p *local.Pipeline, f *rules.
 	})
 	if err != nil {
 		return 0, err
+	}
+	recent := extremeCheck{rule: "post-recent-comments", what: "posts embed their 3 newest comments with author and text"}
+	if names["post-recent-comments"] {
+		if _, err := recent.tally(ctx, p, "POST#p%04d", workload.Demo.Posts, func(pk string, items []map[string]types.AttributeValue) (got, want, example string, found bool) {
+			type entry struct{ at, sk, shown string }
+			var comments []entry
+			entryOf := func(m map[string]types.AttributeValue) string {
+				return text(m["sk"]) + " by " + text(m["author"]) + ": " + text(m["text"])
+			}
+			for _, it := range items {
+				sk := text(it["sk"])
+				switch {
+				case sk == "METADATA":
+					found = true
+					if l, ok := it["recentComments"].(*types.AttributeValueMemberL); ok {
+						var es []string
+						for _, ev := range l.Value {
+							if m, ok := ev.(*types.AttributeValueMemberM); ok {
+								es = append(es, entryOf(m.Value))
+							}
+						}
+						got = strings.Join(es, " | ")
+					}
+				case strings.HasPrefix(sk, "COMMENT#") && it["createdAt"] != nil:
+					comments = append(comments, entry{text(it["createdAt"]), sk,
+						entryOf(map[string]types.AttributeValue{"sk": it["sk"], "author": it["userName"], "text": it["text"]})})
+				}
+			}
+			// Newest first; of equal times the greater key (the pk is the same).
+			slices.SortFunc(comments, func(a, b entry) int {
+				if a.at != b.at {
+					return strings.Compare(b.at, a.at)
+				}
+				return strings.Compare(b.sk, a.sk)
+			})
+			var es []string
+			for i := 0; i < len(comments) && i < 3; i++ {
+				es = append(es, comments[i].shown)
+			}
+			want = strings.Join(es, " | ")
+			if len(es) > 0 {
+				example = fmt.Sprintf("%s recentComments [%s, ...]", pk, strings.SplitN(got, " | ", 2)[0])
+			}
+			return got, want, example, found
+		}); err != nil {
+			return 0, err
+		}
 	}
 	oldest := extremeCheck{rule: "folder-oldest-upload", what: "folders hold their oldest file's uploadedAt"}
 	if _, err := oldest.tally(ctx, p, "FOLDER#f%04d", workload.Demo.Folders, func(pk string, items []map[string]types.AttributeValue) (got, want, example string, found bool) {
@@ -103,10 +150,14 @@ func showExtremes(ctx context.Context, w io.Writer, p *local.Pipeline, f *rules.
 		global.example = fmt.Sprintf("STATS#global postCount %s, %d posts", got, posts)
 	}
 
-	fmt.Fprintln(w, "\n6. Max, min, latest and the global count, recomputed here from the items of each target's partition:")
+	fmt.Fprintln(w, "\n6. Max, min, latest, top and the global count, recomputed here from the items of each target's partition:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	wrong := 0
-	for _, c := range []extremeCheck{last, oldest, latest, global} {
+	checks := []extremeCheck{last, oldest, latest, global}
+	if names["post-recent-comments"] {
+		checks = []extremeCheck{last, recent, oldest, latest, global}
+	}
+	for _, c := range checks {
 		fmt.Fprintf(tw, "   %s\t%d of %d %s\te.g. %s\n", c.rule, c.correct, c.checked, c.what, c.example)
 		wrong += c.checked - c.correct
 	}
