@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -198,6 +199,11 @@ func (b *Baseline) comment(ctx context.Context, rec *events.DynamoDBEventRecord,
 	}
 	if err := b.count(ctx, rec, ds); err != nil {
 		return err
+	}
+	if b.Rules["post-recent-comments"] {
+		if err := b.recent(ctx, pk, sk, nw); err != nil {
+			return err
+		}
 	}
 	if (insert || dropped(old, nw, "userName", "userAvatar")) && b.Rules["comment-author"] {
 		return b.pull(ctx, pk, sk, nw, str(nw["gsi1pk"]), "PROFILE", map[string]string{"userName": "name", "userAvatar": "avatar"})
@@ -613,7 +619,8 @@ func dropped(old, nw item, attrs ...string) bool {
 	return false
 }
 
-// sameValue compares scalar attribute values (what the social example copies).
+// sameValue compares attribute values: scalars (what the social example copies), and
+// lists and maps of them (post-recent-comments).
 func sameValue(a, b types.AttributeValue) bool {
 	switch x := a.(type) {
 	case nil:
@@ -627,6 +634,121 @@ func sameValue(a, b types.AttributeValue) bool {
 	case *types.AttributeValueMemberBOOL:
 		y, ok := b.(*types.AttributeValueMemberBOOL)
 		return ok && x.Value == y.Value
+	case *types.AttributeValueMemberL:
+		y, ok := b.(*types.AttributeValueMemberL)
+		if !ok || len(x.Value) != len(y.Value) {
+			return false
+		}
+		for i := range x.Value {
+			if !sameValue(x.Value[i], y.Value[i]) {
+				return false
+			}
+		}
+		return true
+	case *types.AttributeValueMemberM:
+		y, ok := b.(*types.AttributeValueMemberM)
+		if !ok || len(x.Value) != len(y.Value) {
+			return false
+		}
+		for k, v := range x.Value {
+			if !sameValue(v, y.Value[k]) {
+				return false
+			}
+		}
+		return true
 	}
 	return false
+}
+
+// recent keeps the post's 3 newest comments in recentComments, as a team writes it: read the
+// post, put the comment in (or take it out), write the list back. A listed comment deleted
+// from a full list is replaced by querying the post's comments. One read and at most one
+// write per record; nothing is coalesced.
+func (b *Baseline) recent(ctx context.Context, pk, sk string, nw item) error {
+	out, err := b.DB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(b.Table), Key: key(pk, "METADATA"), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", pk, err)
+	}
+	if out.Item == nil {
+		return nil
+	}
+	var list []item
+	if l, ok := out.Item["recentComments"].(*types.AttributeValueMemberL); ok {
+		for _, e := range l.Value {
+			if m, ok := e.(*types.AttributeValueMemberM); ok {
+				list = append(list, m.Value)
+			}
+		}
+	}
+	full := len(list) >= 3
+	next := make([]item, 0, len(list)+1)
+	listed := false
+	for _, e := range list {
+		if str(e["sk"]) == sk {
+			listed = true
+			continue
+		}
+		next = append(next, e)
+	}
+	switch {
+	case nw != nil && nw["createdAt"] != nil:
+		next = append(next, recentEntry(nw))
+	case listed && full: // a listed comment left a full list: the next newest must come in
+		next = nil
+		in := &dynamodb.QueryInput{TableName: aws.String(b.Table), KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :c)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}, ":c": &types.AttributeValueMemberS{Value: "COMMENT#"}},
+			ConsistentRead: aws.Bool(true)}
+		for {
+			q, err := b.DB.Query(ctx, in)
+			if err != nil {
+				return fmt.Errorf("querying the comments of %s: %w", pk, err)
+			}
+			for _, it := range q.Items {
+				if it["createdAt"] != nil {
+					next = append(next, recentEntry(it))
+				}
+			}
+			if len(q.LastEvaluatedKey) == 0 {
+				break
+			}
+			in.ExclusiveStartKey = q.LastEvaluatedKey
+		}
+	}
+	sortRecent(next)
+	if len(next) > 3 {
+		next = next[:3]
+	}
+	l := &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+	for _, e := range next {
+		l.Value = append(l.Value, &types.AttributeValueMemberM{Value: e})
+	}
+	if sameValue(out.Item["recentComments"], l) || (out.Item["recentComments"] == nil && len(next) == 0) {
+		return nil
+	}
+	b.Floor.changed(ctx, pk, "METADATA")
+	_, err = b.update(ctx, pk, "METADATA", map[string]types.AttributeValue{"recentComments": l})
+	return err
+}
+
+// recentEntry is a comment's entry in its post's list.
+func recentEntry(c item) item {
+	e := item{"pk": c["pk"], "sk": c["sk"], "createdAt": c["createdAt"]}
+	if c["userName"] != nil {
+		e["author"] = c["userName"]
+	}
+	if c["text"] != nil {
+		e["text"] = c["text"]
+	}
+	return e
+}
+
+// sortRecent orders entries newest first, equal times by the greater key.
+func sortRecent(es []item) {
+	sort.Slice(es, func(i, j int) bool {
+		a, b := str(es[i]["createdAt"]), str(es[j]["createdAt"])
+		if a != b {
+			return a > b
+		}
+		return str(es[i]["pk"])+"\x00"+str(es[i]["sk"]) > str(es[j]["pk"])+"\x00"+str(es[j]["sk"])
+	})
 }

@@ -94,3 +94,28 @@ func TestHotTargetSmoke(t *testing.T) {
 		t.Errorf("markdown lacks the WCU per delta row:\n%s", md.String())
 	}
 }
+
+// TestLatestNSmoke runs the embedded-list workload at a tiny size: Denorm and the
+// hand-written baseline both end with every post's list right (denorm verify), and the
+// report holds the list target.
+func TestLatestNSmoke(t *testing.T) {
+	ep := ddbtest.Endpoint(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Config{Endpoint: ep, RulesPath: "../../rules/social.yaml", Workloads: []string{"latest-n"},
+		Reps: 1, Size: Tiny, Ceiling: -1, WarmUp: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := rep.Workloads[0]
+	if !rep.AllVerified {
+		t.Fatal("a run did not verify clean")
+	}
+	found := false
+	for _, c := range w.Checks {
+		found = found || c.Target == TargetLists
+	}
+	if !found || w.Ratios.WCUVsFloor <= 0 {
+		t.Errorf("checks %v, WCU vs floor %.2f: want the list target and a ratio", w.Checks, w.Ratios.WCUVsFloor)
+	}
+}

@@ -197,6 +197,8 @@ func (r *Report) summarize() {
 				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 1, ok})
 			case TargetBuckets:
 				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsFloor, 1.1, w.Ratios.WCUVsFloor <= 1.1})
+			case TargetLists:
+				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsFloor, 1.1, w.Ratios.WCUVsFloor <= 1.1})
 			case TargetMix:
 				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsFloor, 1.3, w.Ratios.WCUVsFloor <= 1.3})
 			}

@@ -23,6 +23,7 @@ const (
 	TargetHot            Target = "hot target: zero drift (verify clean) and WCU <= baseline; conflicts reported"
 	TargetBuckets        Target = "time buckets: WCU <= 1.1x floor"
 	TargetMix            Target = "every rule of the social example: WCU <= 1.3x floor"
+	TargetLists          Target = "embedded latest-N lists: WCU <= 1.1x floor"
 )
 
 // Workload is one benchmark scenario: rules of the social example, items written before
@@ -59,6 +60,8 @@ type Size struct {
 	HotPosts, HotLive                       int
 	HotRate                                 float64
 	DayRate                                 float64
+	ListComments, ListLive, ListPosts       int
+	ListRate                                float64
 }
 
 // Full is the size `make bench` runs. The live rates are low enough for the naive handler
@@ -72,6 +75,7 @@ var Full = Size{
 	SocialLive:   150, MixRate: 10,
 	HotPosts: 2000, HotLive: 300, HotRate: 20,
 	DayComments: 2000, DayLive: 300, DayPosts: 20, Days: 14, DayRate: 20,
+	ListComments: 2000, ListLive: 300, ListPosts: 50, ListRate: 20,
 }
 
 // Smoke is a size small enough for `make test`.
@@ -84,6 +88,7 @@ var Smoke = Size{
 	SocialLive:   10, MixRate: 50,
 	HotPosts: 150, HotLive: 10, HotRate: 50,
 	DayComments: 150, DayLive: 10, DayPosts: 5, Days: 7, DayRate: 50,
+	ListComments: 150, ListLive: 10, ListPosts: 5, ListRate: 50,
 }
 
 // Tiny is the size of the tests: seconds on DynamoDB Local.
@@ -96,6 +101,7 @@ var Tiny = Size{
 	SocialLive:   5, MixRate: 50,
 	HotPosts: 40, HotLive: 5, HotRate: 50,
 	DayComments: 40, DayLive: 5, DayPosts: 3, Days: 4, DayRate: 50,
+	ListComments: 40, ListLive: 5, ListPosts: 3, ListRate: 50,
 }
 
 // Workloads returns the benchmark's workloads, in order.
@@ -104,6 +110,7 @@ func Workloads(seed uint64, sz Size) []Workload {
 		commentStorm(seed, sz), postsPerUser(seed, sz), membershipChurn(seed, sz), rename(sz), socialMix(seed, sz),
 		hotTarget(seed, sz),
 		dailyBuckets(seed, sz),
+		latestN(seed, sz),
 	}
 }
 
@@ -381,6 +388,52 @@ func dailyBuckets(seed uint64, sz Size) Workload {
 		w.Measure = append(w.Measure, next())
 	}
 	for i := 0; i < sz.DayLive; i++ {
+		w.Live = append(w.Live, next())
+	}
+	return w
+}
+
+// latestN: comments on ListPosts posts (Zipf), each post embedding its 3 newest with author
+// and text (post-recent-comments). A tenth of the writes delete a comment, half of those
+// the post's newest, which is listed: a full list then needs its fourth newest comment,
+// which only a query of the post's comments can find.
+func latestN(seed uint64, sz Size) Workload {
+	g := newGen(seed, 7)
+	w := Workload{Name: "latest-n", Rules: []string{"post-recent-comments"}, LiveRate: sz.ListRate,
+		Description: fmt.Sprintf("%d comments on %d posts (Zipf), 10%% deleted (half of them the newest, listed); the 3 newest embedded in each post",
+			sz.ListComments, sz.ListPosts),
+		Targets: []Target{TargetLists}}
+	for p := 0; p < sz.ListPosts; p++ {
+		w.Setup = append(w.Setup, put("pk", fmt.Sprintf("POST#p%04d", p), "sk", "METADATA", "title", "a post", "status", "published"))
+	}
+	zipf := rand.NewZipf(rand.New(rand.NewPCG(seed, 77)), 1.1, 1, uint64(sz.ListPosts-1))
+	type live struct{ pk, sk, at string }
+	var comments []live
+	next := func() workload.Op {
+		if len(comments) > 0 && g.rng.IntN(10) == 0 {
+			i := g.rng.IntN(len(comments))
+			if g.rng.IntN(2) == 0 { // the newest comment of that comment's post
+				for j, c := range comments {
+					if c.pk == comments[i].pk && c.at > comments[i].at {
+						i = j
+					}
+				}
+			}
+			c := comments[i]
+			comments[i] = comments[len(comments)-1]
+			comments = comments[:len(comments)-1]
+			return del(c.pk, c.sk)
+		}
+		at := g.ts()
+		op := g.commentAt(int(zipf.Uint64()), g.rng.IntN(1000), "User "+uid(g.rng.IntN(1000)), at)
+		op.Put["createdAt"] = &types.AttributeValueMemberS{Value: at}
+		comments = append(comments, live{str(op.Put["pk"]), str(op.Put["sk"]), at})
+		return op
+	}
+	for i := 0; i < sz.ListComments; i++ {
+		w.Measure = append(w.Measure, next())
+	}
+	for i := 0; i < sz.ListLive; i++ {
 		w.Live = append(w.Live, next())
 	}
 	return w

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"time"
+
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
 )
@@ -22,12 +24,30 @@ func (e *eval) expired(r *rules.CompiledRule, k Key) bool {
 	if r.TTL <= 0 || e.c.Created.IsZero() {
 		return false
 	}
-	exp, ok := r.Expiry(k.PK, k.SK)
+	exp, ok := e.exp.expiry(r, k)
 	if !ok || exp.After(e.c.Created) {
 		return false
 	}
 	e.rp.Unlinked++
 	return true
+}
+
+// expiryMemo remembers the last bucket expiry a Planner worked out: the records of a batch
+// mostly fall in the same bucket (comments of one post and day), and working it out again
+// parses the key (rules.CompiledRule.Expiry).
+type expiryMemo struct {
+	r   *rules.CompiledRule
+	k   Key
+	exp time.Time
+	ok  bool
+}
+
+func (m *expiryMemo) expiry(r *rules.CompiledRule, k Key) (time.Time, bool) {
+	if m.r != r || m.k != k {
+		m.r, m.k = r, k
+		m.exp, m.ok = r.Expiry(k.PK, k.SK)
+	}
+	return m.exp, m.ok
 }
 
 // bucketExpired reports whether the record is DynamoDB's TTL deleting a bucket item whose

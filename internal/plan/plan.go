@@ -22,6 +22,7 @@ var ErrUnknownKind = errors.New("rule kind not handled by the planner")
 type Planner struct {
 	set        *rules.Set
 	oldV, newV []string
+	exp        expiryMemo
 }
 
 // New returns a Planner for set.
@@ -78,7 +79,7 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 	}
 	// The evaluation lives on the stack and holds a copy of the record, so that neither
 	// it nor the caller's Change is left for the collector.
-	ev := &eval{c: *c, version: record.NormSeq(c.Seq), oldE: oldE, newE: newE, oldB: oldB, newB: newB, rp: rp, spec: s}
+	ev := &eval{c: *c, version: record.NormSeq(c.Seq), oldE: oldE, newE: newE, oldB: oldB, newB: newB, rp: rp, spec: s, exp: &p.exp}
 	// Rules this item is the source of (as it was, or as it is now). A rule has one source
 	// entity, so the two lists are disjoint when the entity changed.
 	for i, ent := range [2]*rules.EntityType{oldE, newE} {
@@ -134,6 +135,7 @@ func (e *eval) unlinked(err error) bool {
 }
 
 type eval struct {
+	exp        *expiryMemo
 	c          record.Change
 	version    string
 	oldE, newE *rules.EntityType
