@@ -393,8 +393,8 @@ func dailyBuckets(seed uint64, sz Size) Workload {
 	return w
 }
 
-// latestN: comments on ListPosts posts (Zipf), each post embedding its 3 newest with author
-// and text (post-recent-comments). A tenth of the writes delete a comment, half of those
+// latestN: comments on ListPosts posts (Zipf), in time order, each post embedding its 3
+// newest with author and text (post-recent-comments). A tenth of the writes delete a comment, half of those
 // the post's newest, which is listed: a full list then needs its fourth newest comment,
 // which only a query of the post's comments can find.
 func latestN(seed uint64, sz Size) Workload {
@@ -424,7 +424,8 @@ func latestN(seed uint64, sz Size) Workload {
 			comments = comments[:len(comments)-1]
 			return del(c.pk, c.sk)
 		}
-		at := g.ts()
+		// Comments arrive in time order, as on a live site: each new one is its post's newest.
+		at := g.base.Add(time.Duration(len(w.Measure)+len(w.Live)) * time.Second).Format("2006-01-02T15:04:05.000Z")
 		op := g.commentAt(int(zipf.Uint64()), g.rng.IntN(1000), "User "+uid(g.rng.IntN(1000)), at)
 		op.Put["createdAt"] = &types.AttributeValueMemberS{Value: at}
 		comments = append(comments, live{str(op.Put["pk"]), str(op.Put["sk"]), at})
