@@ -697,7 +697,7 @@ func (b *Baseline) recent(ctx context.Context, pk, sk string, nw item) error {
 		next = nil
 		in := &dynamodb.QueryInput{TableName: aws.String(b.Table), KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :c)"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}, ":c": &types.AttributeValueMemberS{Value: "COMMENT#"}},
-			ConsistentRead: aws.Bool(true)}
+			ConsistentRead:            aws.Bool(true)}
 		for {
 			q, err := b.DB.Query(ctx, in)
 			if err != nil {
