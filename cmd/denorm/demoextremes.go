@@ -92,6 +92,9 @@ func showExtremes(ctx context.Context, w io.Writer, p *local.Pipeline, f *rules.
 				es = append(es, comments[i].shown)
 			}
 			want = strings.Join(es, " | ")
+			if got == "" {
+				got = "-" // no list, or an empty one: right for a post without comments
+			}
 			if len(es) > 0 {
 				example = fmt.Sprintf("%s recentComments [%s, ...]", pk, strings.SplitN(got, " | ", 2)[0])
 			}
