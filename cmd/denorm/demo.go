@@ -99,7 +99,7 @@ func runDemo(ctx context.Context, args []string) error {
 	fmt.Fprintf(out, "   drained in %s after the last write: %d records in %d batches, %d failed invocations, %d sent to the failure destination\n\n",
 		time.Since(t1).Round(time.Millisecond), st.Records, st.Batches, st.Failures, st.OnFailure)
 
-	fmt.Fprintln(out, "3. Every copy, mirror, counter, sum, max, min, latest and time bucket is recomputed from its sources (denorm verify):")
+	fmt.Fprintln(out, "3. Every copy, mirror, counter, sum, max, min, latest, top list and time bucket is recomputed from its sources (denorm verify):")
 	f, err := rules.Load(rulesPath)
 	if err != nil {
 		return err
@@ -134,7 +134,7 @@ func runDemo(ctx context.Context, args []string) error {
 		}
 		return &exitError{code: 1, err: fmt.Errorf("%d values drifted, %d day items wrong, %d max, min, latest or global values wrong", rep.Drift, wrongDays, wrongExtremes)}
 	}
-	fmt.Fprintln(out, "\nConverged: every copy, mirror, counter, sum, max, min, latest and time bucket equals what its sources say.")
+	fmt.Fprintln(out, "\nConverged: every copy, mirror, counter, sum, max, min, latest, top list and time bucket equals what its sources say.")
 	return nil
 }
 
