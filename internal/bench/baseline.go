@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -35,7 +36,13 @@ type Baseline struct {
 	Applied func(rec *events.DynamoDBEventRecord, at time.Time)
 	// Floor, when set, receives every logical effect, to compute the floor.
 	Floor *floorCounter
-	Now   func() time.Time
+	// recentSim is every post's live comments as the records so far say (post-recent-
+	// comments): the floor counts a post whose 3 newest changed by the records alone. The
+	// handler's own list may be ahead of the records (a refill's query reads comments whose
+	// records are still to come), which would make the floor depend on when it refills.
+	simMu     sync.Mutex
+	recentSim map[string]map[string]item
+	Now       func() time.Time
 }
 
 // markerTTL outlives stream retention (24 h) plus retries, like Denorm's markers.
@@ -665,6 +672,7 @@ func sameValue(a, b types.AttributeValue) bool {
 // from a full list is replaced by querying the post's comments. One read and at most one
 // write per record; nothing is coalesced.
 func (b *Baseline) recent(ctx context.Context, pk, sk string, nw item) error {
+	b.simRecent(ctx, pk, sk, nw)
 	out, err := b.DB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(b.Table), Key: key(pk, "METADATA"), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", pk, err)
@@ -725,9 +733,47 @@ func (b *Baseline) recent(ctx context.Context, pk, sk string, nw item) error {
 	if sameValue(out.Item["recentComments"], l) || (out.Item["recentComments"] == nil && len(next) == 0) {
 		return nil
 	}
-	b.Floor.changed(ctx, pk, "METADATA")
 	_, err = b.update(ctx, pk, "METADATA", map[string]types.AttributeValue{"recentComments": l})
 	return err
+}
+
+// simRecent applies the record to recentSim and tells the floor when the post's 3 newest
+// changed.
+func (b *Baseline) simRecent(ctx context.Context, pk, sk string, nw item) {
+	b.simMu.Lock()
+	defer b.simMu.Unlock()
+	if b.recentSim == nil {
+		b.recentSim = map[string]map[string]item{}
+	}
+	cs := b.recentSim[pk]
+	if cs == nil {
+		cs = map[string]item{}
+		b.recentSim[pk] = cs
+	}
+	top := func() string {
+		es := make([]item, 0, len(cs))
+		for _, e := range cs {
+			es = append(es, e)
+		}
+		sortRecent(es)
+		if len(es) > 3 {
+			es = es[:3]
+		}
+		var out strings.Builder
+		for _, e := range es {
+			fmt.Fprintf(&out, "%s|%s|%s|%s\n", str(e["sk"]), str(e["createdAt"]), str(e["author"]), str(e["text"]))
+		}
+		return out.String()
+	}
+	before := top()
+	if nw != nil && nw["createdAt"] != nil {
+		cs[sk] = recentEntry(nw)
+	} else {
+		delete(cs, sk)
+	}
+	if top() != before {
+		b.Floor.changed(ctx, pk, "METADATA")
+	}
 }
 
 // recentEntry is a comment's entry in its post's list.
