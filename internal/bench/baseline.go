@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/exprval"
+	"github.com/denorm/denorm/internal/plan"
 )
 
 // Baseline is the stream handler a team writes by hand for the social example
@@ -626,46 +627,9 @@ func dropped(old, nw item, attrs ...string) bool {
 	return false
 }
 
-// sameValue compares attribute values: scalars (what the social example copies), and
-// lists and maps of them (post-recent-comments).
-func sameValue(a, b types.AttributeValue) bool {
-	switch x := a.(type) {
-	case nil:
-		return b == nil
-	case *types.AttributeValueMemberS:
-		y, ok := b.(*types.AttributeValueMemberS)
-		return ok && x.Value == y.Value
-	case *types.AttributeValueMemberN:
-		y, ok := b.(*types.AttributeValueMemberN)
-		return ok && x.Value == y.Value
-	case *types.AttributeValueMemberBOOL:
-		y, ok := b.(*types.AttributeValueMemberBOOL)
-		return ok && x.Value == y.Value
-	case *types.AttributeValueMemberL:
-		y, ok := b.(*types.AttributeValueMemberL)
-		if !ok || len(x.Value) != len(y.Value) {
-			return false
-		}
-		for i := range x.Value {
-			if !sameValue(x.Value[i], y.Value[i]) {
-				return false
-			}
-		}
-		return true
-	case *types.AttributeValueMemberM:
-		y, ok := b.(*types.AttributeValueMemberM)
-		if !ok || len(x.Value) != len(y.Value) {
-			return false
-		}
-		for k, v := range x.Value {
-			if !sameValue(v, y.Value[k]) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
+// sameValue compares attribute values as DynamoDB holds them (numbers by value, lists and
+// maps element by element).
+func sameValue(a, b types.AttributeValue) bool { return plan.Equal(a, b) }
 
 // recent keeps the post's 3 newest comments in recentComments, as a team writes it: read the
 // post, put the comment in (or take it out), write the list back. A listed comment deleted

@@ -384,12 +384,7 @@ func dailyBuckets(seed uint64, sz Size) Workload {
 		live = append(live, [2]string{str(op.Put["pk"]), str(op.Put["sk"])})
 		return op
 	}
-	for i := 0; i < sz.DayComments; i++ {
-		w.Measure = append(w.Measure, next())
-	}
-	for i := 0; i < sz.DayLive; i++ {
-		w.Live = append(w.Live, next())
-	}
+	w.generate(next, sz.DayComments, sz.DayLive)
 	return w
 }
 
@@ -431,11 +426,17 @@ func latestN(seed uint64, sz Size) Workload {
 		comments = append(comments, live{str(op.Put["pk"]), str(op.Put["sk"]), at})
 		return op
 	}
-	for i := 0; i < sz.ListComments; i++ {
+	w.generate(next, sz.ListComments, sz.ListLive)
+	return w
+}
+
+// generate appends measure operations of next to the measured backlog, then live ones to
+// the live writes.
+func (w *Workload) generate(next func() workload.Op, measure, live int) {
+	for range measure {
 		w.Measure = append(w.Measure, next())
 	}
-	for i := 0; i < sz.ListLive; i++ {
+	for range live {
 		w.Live = append(w.Live, next())
 	}
-	return w
 }

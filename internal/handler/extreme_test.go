@@ -1,7 +1,6 @@
 package handler_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -13,9 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/apply"
-	"github.com/denorm/denorm/internal/ops"
 	"github.com/denorm/denorm/internal/plan"
-	"github.com/denorm/denorm/internal/rules"
 )
 
 // extremeRules keep the latest visible comment time and the most likes of a post (the
@@ -143,23 +140,7 @@ func (e *env) checkExtremes() {
 // from the sources.
 func (e *env) verifyClean() {
 	e.t.Helper()
-	f, err := rules.Parse("test.yaml", []byte(extremeRules))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ev, err := ops.NewEvaluator(f, "")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	rep, err := ops.Run(context.Background(), ops.Config{API: e.db, Table: e.table, Eval: ev, Segments: 2, PageSize: 100, Mode: "verify"})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if !rep.Clean() {
-		var b strings.Builder
-		rep.WriteText(&b)
-		e.t.Fatalf("verify is not clean:\n%s", b.String())
-	}
+	e.verifyRules(extremeRules)
 }
 
 func show(v types.AttributeValue) string {
