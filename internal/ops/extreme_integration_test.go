@@ -47,12 +47,7 @@ func TestVerifyAndRepairExtremes(t *testing.T) {
 	if got := drift(rep); !reflect.DeepEqual(got, want) {
 		t.Errorf("drift %v, want %v", got, want)
 	}
-	cfg = fx.config(true)
-	cfg.Mode = "verify --repair"
-	fx.run(cfg)
-	cfg = fx.config(false)
-	cfg.Mode = "verify after repair"
-	requireClean(t, fx.run(cfg))
+	fx.repairThenClean(t)
 	get := func(pk, sk string) map[string]types.AttributeValue {
 		out, err := fx.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(fx.table), ConsistentRead: aws.Bool(true),
 			Key: map[string]types.AttributeValue{"pk": sv(pk), "sk": sv(sk)}})
@@ -108,12 +103,7 @@ func TestVerifyAndRepairBucketExtremes(t *testing.T) {
 	if got := drift(fx.run(cfg)); !reflect.DeepEqual(got, map[string]int{"post-day-last-comment": 2}) {
 		t.Errorf("drift %v, want post-day-last-comment: 2", got)
 	}
-	cfg = fx.config(true)
-	cfg.Mode = "verify --repair"
-	fx.run(cfg)
-	cfg = fx.config(false)
-	cfg.Mode = "verify after repair"
-	requireClean(t, fx.run(cfg))
+	fx.repairThenClean(t)
 	out, err := fx.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(fx.table), ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"pk": sv("POST#p9"), "sk": sv(day(1))}})
 	if err != nil {
@@ -123,4 +113,15 @@ func TestVerifyAndRepairBucketExtremes(t *testing.T) {
 	if !reflect.DeepEqual(out.Item["lastCommentAt"], sv(at(1, 10))) || !reflect.DeepEqual(out.Item["ttl"], nv(wantTTL)) {
 		t.Errorf("created day item %v, want lastCommentAt %s and ttl %s", out.Item, at(1, 10), wantTTL)
 	}
+}
+
+// repairThenClean runs verify --repair, then a verify that must be clean.
+func (fx *fixture) repairThenClean(t *testing.T) {
+	t.Helper()
+	cfg := fx.config(true)
+	cfg.Mode = "verify --repair"
+	fx.run(cfg)
+	cfg = fx.config(false)
+	cfg.Mode = "verify after repair"
+	requireClean(t, fx.run(cfg))
 }
