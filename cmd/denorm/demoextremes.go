@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -56,11 +57,25 @@ func showExtremes(ctx context.Context, w io.Writer, p *local.Pipeline, f *rules.
 	recent := extremeCheck{rule: "post-recent-comments", what: "posts embed their 3 newest comments with author and text"}
 	if names["post-recent-comments"] {
 		if _, err := recent.tally(ctx, p, "POST#p%04d", workload.Demo.Posts, func(pk string, items []map[string]types.AttributeValue) (got, want, example string, found bool) {
-			type entry struct{ at, sk, shown string }
+			type entry struct{ at, sk, full string }
 			var comments []entry
+			// The whole entry, every attribute with its type, so that a wrong pk or createdAt,
+			// or an attribute too many, counts as a mismatch too.
 			entryOf := func(m map[string]types.AttributeValue) string {
+				var fs []string
+				for _, k := range slices.Sorted(maps.Keys(m)) {
+					t := "S"
+					if _, ok := m[k].(*types.AttributeValueMemberS); !ok {
+						t = fmt.Sprintf("%T", m[k])
+					}
+					fs = append(fs, k+"="+t+":"+text(m[k]))
+				}
+				return strings.Join(fs, " ")
+			}
+			short := func(m map[string]types.AttributeValue) string {
 				return text(m["sk"]) + " by " + text(m["author"]) + ": " + text(m["text"])
 			}
+			first := ""
 			for _, it := range items {
 				sk := text(it["sk"])
 				switch {
@@ -69,15 +84,26 @@ func showExtremes(ctx context.Context, w io.Writer, p *local.Pipeline, f *rules.
 					if l, ok := it["recentComments"].(*types.AttributeValueMemberL); ok {
 						var es []string
 						for _, ev := range l.Value {
-							if m, ok := ev.(*types.AttributeValueMemberM); ok {
-								es = append(es, entryOf(m.Value))
+							m, ok := ev.(*types.AttributeValueMemberM)
+							if !ok {
+								es = append(es, fmt.Sprintf("not a map: %T", ev))
+								continue
 							}
+							if first == "" {
+								first = short(m.Value)
+							}
+							es = append(es, entryOf(m.Value))
 						}
 						got = strings.Join(es, " | ")
 					}
 				case strings.HasPrefix(sk, "COMMENT#") && it["createdAt"] != nil:
-					comments = append(comments, entry{text(it["createdAt"]), sk,
-						entryOf(map[string]types.AttributeValue{"sk": it["sk"], "author": it["userName"], "text": it["text"]})})
+					e := map[string]types.AttributeValue{}
+					for name, from := range map[string]string{"pk": "pk", "sk": "sk", "createdAt": "createdAt", "author": "userName", "text": "text"} {
+						if v, ok := it[from]; ok { // an attribute the comment lacks is left out
+							e[name] = v
+						}
+					}
+					comments = append(comments, entry{text(it["createdAt"]), sk, entryOf(e)})
 				}
 			}
 			// Newest first; of equal times the greater key (the pk is the same).
@@ -89,14 +115,14 @@ func showExtremes(ctx context.Context, w io.Writer, p *local.Pipeline, f *rules.
 			})
 			var es []string
 			for i := 0; i < len(comments) && i < 3; i++ {
-				es = append(es, comments[i].shown)
+				es = append(es, comments[i].full)
 			}
 			want = strings.Join(es, " | ")
 			if got == "" {
 				got = "-" // no list, or an empty one: right for a post without comments
 			}
 			if len(es) > 0 {
-				example = fmt.Sprintf("%s recentComments [%s, ...]", pk, strings.SplitN(got, " | ", 2)[0])
+				example = fmt.Sprintf("%s recentComments [%s, ...]", pk, first)
 			}
 			return got, want, example, found
 		}); err != nil {
