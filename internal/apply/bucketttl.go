@@ -30,9 +30,9 @@ func withBucketTTL(ub expression.UpdateBuilder, spec table.Spec, key map[string]
 		k.SK = v.Value
 	}
 	for _, a := range attrs {
-		if a.Rule != nil && a.Rule.TTL > 0 {
-			if _, ok := a.Rule.Expiry(k.PK, k.SK); ok {
-				return withExpiry(ub, spec, a.Rule, k)
+		if a.Rule != nil {
+			if out, ok := expiryOf(ub, spec, a.Rule, k); ok {
+				return out
 			}
 		}
 	}
@@ -43,10 +43,20 @@ func withBucketTTL(ub expression.UpdateBuilder, spec table.Spec, key map[string]
 // the table no TTL attribute), unless the item has one: for max and min, whose first raise
 // creates the item.
 func withExpiry(ub expression.UpdateBuilder, spec table.Spec, r *rules.CompiledRule, k plan.Key) expression.UpdateBuilder {
+	out, _ := expiryOf(ub, spec, r, k)
+	return out
+}
+
+// expiryOf is withExpiry that also reports whether r gives k an expiry (the key is one of
+// r's bucket items and r has a ttl), working the expiry out once.
+func expiryOf(ub expression.UpdateBuilder, spec table.Spec, r *rules.CompiledRule, k plan.Key) (expression.UpdateBuilder, bool) {
 	exp, ok := r.Expiry(k.PK, k.SK)
-	if !ok || spec.TTLAttribute == "" {
-		return ub
+	if !ok {
+		return ub, false
+	}
+	if spec.TTLAttribute == "" {
+		return ub, true
 	}
 	name := expression.Name(spec.TTLAttribute)
-	return ub.Set(name, expression.IfNotExists(name, num(strconv.FormatInt(exp.Unix(), 10))))
+	return ub.Set(name, expression.IfNotExists(name, num(strconv.FormatInt(exp.Unix(), 10)))), true
 }
