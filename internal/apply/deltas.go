@@ -37,12 +37,18 @@ const MarkerPrefix = rules.ReservedPrefix + "#m#"
 func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 	wm := ""
 	create := false // the target is missing and a delta creates it
-	rep, repSeq := replacement(t)
+	rep, repSeq, repRec := replacement(t)
 	var expect *string // the watermark the target must hold ("" absent); nil: any below minSeq
 	if rep != nil {
 		expect = &rep.NewWM
 	}
 	var adjust map[string]plan.Number // per attribute, taken out of the restore
+	if t.Await >= 0 && firstRec(t, "") == t.Await {
+		// A delete of the target ends the batch: an INSERT of it (the application putting
+		// it back) makes it a replacement, which needs both records in one batch.
+		r.count(func(s *Stats) { s.RestoresDeferred++ })
+		return t.Await, errRestoreDeferred
+	}
 	for attempt := 0; attempt < 5; attempt++ {
 		raw, minSeq, maxSeq, _ := t.Sum(wm)
 		rec := firstRec(t, wm)
@@ -94,7 +100,19 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 			return rec, fmt.Errorf("counter update on %s %s failed its condition with watermark %v below %s", t.Target.PK, t.Target.SK, cur, minSeq)
 		}
 		// Denorm wrote the replaced target before this restore: find what it applied again.
-		adjust = r.compensation(t, rep, cf.Item)
+		var why string
+		adjust, why = r.compensation(t, rep, cf.Item)
+		if why != "" {
+			// The records of those writes follow the application's record in the stream.
+			// When it is not the first record of its batch, it fails alone and comes again
+			// first in a batch that reaches further: with them, if they are near. Once first,
+			// it is never deferred again, so a shard waits at most one delivery for it.
+			if repRec > 0 && firstRec(t, wm) == repRec {
+				r.count(func(s *Stats) { s.RestoresDeferred++ })
+				return repRec, errRestoreDeferred
+			}
+			r.ambiguous(t, rep, record.SeqOf(cf.Item[WatermarkAttr]), why)
+		}
 		now := ""
 		if cur != nil {
 			now = cur.Value
@@ -107,25 +125,29 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 // replacement returns the group's last restore of an application's write: the target
 // should be as that write left it. (Earlier ones in the group are covered by it: their
 // records are in the image it brings back, or were applied before it.)
-func replacement(t *plan.TargetDeltas) (*plan.Replacement, string) {
+func replacement(t *plan.TargetDeltas) (*plan.Replacement, string, int) {
 	var rep *plan.Replacement
-	seq := ""
+	seq, rec := "", -1
 	for _, e := range t.Entries {
 		if e.Replaced != nil {
-			rep, seq = e.Replaced, e.Seq
+			rep, seq, rec = e.Replaced, e.Seq, e.Rec
 		}
 	}
-	return rep, seq
+	return rep, seq, rec
 }
+
+// errRestoreDeferred: a restore that cannot yet tell which of Denorm's writes since the
+// application's write repeated records waits for a batch that holds their records.
+var errRestoreDeferred = errors.New("restore of a replaced counter target deferred: it comes again first in a batch that holds the records after it")
 
 // compensation is what Denorm's writes since the application's replacement applied again,
 // per attribute: those writes applied the records from the first one after the
 // replacement (`_dn_wf` when the write dropped the watermark, else just above the watermark
 // it left) up to the current watermark. The old watermark covers records that were counted
 // before the replacement. All of them covered: everything they added is taken out. None:
-// nothing is. Some (the writes straddle the old watermark): which ones cannot be told; it is
-// counted as an ambiguous restore and nothing is taken out.
-func (r *run) compensation(t *plan.TargetDeltas, rep *plan.Replacement, item map[string]types.AttributeValue) map[string]plan.Number {
+// nothing is. Some (the writes straddle the old watermark): which ones cannot be told, and
+// why says so; nothing is taken out.
+func (r *run) compensation(t *plan.TargetDeltas, rep *plan.Replacement, item map[string]types.AttributeValue) (adjust map[string]plan.Number, why string) {
 	cur := record.SeqOf(item[WatermarkAttr])
 	if s := rep.Since; s != nil {
 		// The batch holds the records of Denorm's writes since: exact when they are all
@@ -134,30 +156,28 @@ func (r *run) compensation(t *plan.TargetDeltas, rep *plan.Replacement, item map
 		n, _ := plan.WritesOf(item)
 		if n == s.N || (n > s.N && record.CompareSeq(s.WM, rep.OldWM) >= 0) {
 			r.count(func(st *Stats) { st.Compensated++ })
-			return s.Repeats
+			return s.Repeats, ""
 		}
 	}
 	from := rep.NewWM // exclusive
 	if from == "" {
 		from = record.SeqOf(item[rules.FirstAttr]) // inclusive
 		if from != "" && rep.OldWM != "" && record.CompareSeq(from, rep.OldWM) > 0 {
-			return nil // every record since is new
+			return nil, "" // every record since is new
 		}
 	} else if rep.OldWM != "" && record.CompareSeq(from, rep.OldWM) >= 0 {
-		return nil
+		return nil, ""
 	}
 	switch {
 	case rep.OldWM == "" && rep.NewWM == "":
-		return nil // nothing was counted before the replacement
+		return nil, "" // nothing was counted before the replacement
 	case rep.OldWM == "":
 		// A watermark written onto an item that had none (read from it before a delete):
 		// records of the item before the delete that Denorm applied since cannot be told
 		// from new ones.
-		r.ambiguous(t, rep, cur, "the application wrote a watermark read earlier onto an item that had none")
-		return nil
+		return nil, "the application wrote a watermark read earlier onto an item that had none"
 	case cur != "" && record.CompareSeq(cur, rep.OldWM) > 0:
-		r.ambiguous(t, rep, cur, "Denorm's writes since the replacement straddle its old watermark")
-		return nil
+		return nil, "Denorm's writes since the replacement straddle its old watermark"
 	}
 	out := map[string]plan.Number{}
 	for _, e := range t.Entries {
@@ -168,7 +188,7 @@ func (r *run) compensation(t *plan.TargetDeltas, rep *plan.Replacement, item map
 		out[a] = plan.NumberOf(item[a]).Sub(e.Replaced.New)
 	}
 	r.count(func(s *Stats) { s.Compensated++ })
-	return out
+	return out, ""
 }
 
 // ambiguous counts and logs a restore that cannot tell which of Denorm's writes since the

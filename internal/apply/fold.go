@@ -17,23 +17,18 @@ import (
 	"github.com/denorm/denorm/internal/rules"
 )
 
-// errFoldDeferred: a fold waits for the records before it to be applied.
-var errFoldDeferred = errors.New("fold deferred until the records before it are applied")
-
 // folds moves, for every target that appeared in the batch, what was parked for it while it
 // was missing. A fold may raise the target's watermark over the parked records, so it runs
-// only once every record before its INSERT is applied; otherwise it fails at its INSERT,
-// which is then delivered again.
+// only once every record up to its INSERT is applied (the groups before it report their
+// earliest unapplied record): a failure at or before the INSERT delivers the INSERT again,
+// and the fold with it; a failure after it does not, so the fold runs now.
 func (r *run) folds(fs []plan.FoldGroup) {
 	r.mu.Lock()
 	failed := r.failed
 	r.mu.Unlock()
 	r.parallel(len(fs), func(i int) (int, error) {
-		if failed >= 0 && fs[i].Rec > failed {
+		if failed >= 0 && fs[i].Rec >= failed {
 			return -1, nil // delivered again from the failed record, this INSERT with it
-		}
-		if failed >= 0 {
-			return fs[i].Rec, errFoldDeferred
 		}
 		return fs[i].Rec, r.fold(&fs[i])
 	})

@@ -36,6 +36,9 @@ type Stats struct {
 	// AmbiguousRestores: restores after which Denorm cannot tell which of its writes since
 	// the application's replacement were repeats; logged, the target is left to verify.
 	AmbiguousRestores int
+	// RestoresDeferred: restores that could not tell yet and failed their record, to come
+	// again first in a batch holding the records of Denorm's writes after it.
+	RestoresDeferred int
 	// Refused counts the writes refused by their condition, per guard: DynamoDB bills each
 	// refused single-item write 1 WCU, so these are the writes worth avoiding.
 	Refused [NumGuards]int
@@ -114,6 +117,7 @@ func (s *Stats) Add(o Stats) {
 	s.ExtremesKept += o.ExtremesKept
 	s.ExtremeRecomputes += o.ExtremeRecomputes
 	s.AmbiguousRestores += o.AmbiguousRestores
+	s.RestoresDeferred += o.RestoresDeferred
 	for g, n := range o.Refused {
 		s.Refused[g] += n
 	}

@@ -12,8 +12,9 @@ import (
 	"github.com/denorm/denorm/internal/record"
 )
 
-// traceKey, from DENORM_CHAOS_TRACE, is a partition key whose records every invocation
-// prints to stderr with its outcome: a debugging aid for a drifted target (its sources,
+// traceKey, from DENORM_CHAOS_TRACE, is a partition key ("*" for every one) whose records,
+// and the records that name it in another attribute, every invocation prints to stderr
+// with its outcome: a debugging aid for a drifted target (its sources,
 // the application's writes and Denorm's own writes share its partition in watermark mode).
 var traceKey = os.Getenv("DENORM_CHAOS_TRACE")
 
@@ -29,15 +30,27 @@ func trace(batch []json.RawMessage, outcome string) {
 			continue
 		}
 		pk, _ := c.Keys["pk"].(*types.AttributeValueMemberS)
-		if pk == nil || pk.Value != traceKey {
+		if pk == nil || (traceKey != "*" && pk.Value != traceKey && !links(c.Old) && !links(c.New)) {
 			continue
 		}
 		sk, _ := c.Keys["sk"].(*types.AttributeValueMemberS)
-		lines = append(lines, fmt.Sprintf("  %s %s %s old{%s} new{%s}", c.Seq, c.Op, sk.Value, brief(c.Old), brief(c.New)))
+		lines = append(lines, fmt.Sprintf("  %s %s %s %s %s old{%s} new{%s}", c.Seq, c.EventID, c.Op, pk.Value, sk.Value, brief(c.Old), brief(c.New)))
 	}
 	if len(lines) > 0 {
 		fmt.Fprintf(os.Stderr, "trace %s: batch of %d: %s\n%s\n", traceKey, len(batch), outcome, strings.Join(lines, "\n"))
 	}
+}
+
+// links reports whether an image names traceKey in an attribute other than its partition
+// key (a source in another partition, such as a comment's gsi1pk naming its user: the
+// sources of a marker-mode target).
+func links(it record.Item) bool {
+	for name, v := range it {
+		if s, ok := v.(*types.AttributeValueMemberS); ok && name != "pk" && s.Value == traceKey {
+			return true
+		}
+	}
+	return false
 }
 
 // brief prints an image's numbers and Denorm's attributes.

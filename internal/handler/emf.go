@@ -40,6 +40,7 @@ func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFaile
 		{"RestoresCompensated", "Count", o.Stats.Compensated},
 		{"DeltasRelayed", "Count", o.Stats.Relayed},
 		{"AmbiguousRestores", "Count", o.Stats.AmbiguousRestores},
+		{"RestoresDeferred", "Count", o.Stats.RestoresDeferred},
 		{"WritesRefused", "Count", o.Stats.RefusedTotal()},
 		{"PullWritesSkipped", "Count", o.Stats.PullsSkipped},
 		{"ExtremeRaises", "Count", o.Stats.ExtremeRaises},

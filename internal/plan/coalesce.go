@@ -146,12 +146,17 @@ type Entry struct {
 	// Replaced: the application's write this restore undoes (see Delta.Replaced).
 	Replaced *Replacement
 	Covers   string // see Delta.Covers
+	Removal  bool   // see Delta.Removal
 }
 
 // TargetDeltas are the watermark-guarded deltas of one target, in record order.
 type TargetDeltas struct {
 	Target  Key
 	Entries []Entry
+	// Await is the record of a delete of the target that ends the batch (not its first
+	// record), whose INSERT may come next: the executor fails it to read it again first in
+	// a batch that holds what follows (-1: none).
+	Await int
 }
 
 // Sum coalesces entries after watermark wm ("" = none): the amount per attribute (in first
@@ -259,9 +264,9 @@ func Coalesce(recs []RecordPlan) *Batch {
 				if !ok {
 					j = len(b.Watermarked)
 					wm[d.Target] = j
-					b.Watermarked = append(b.Watermarked, TargetDeltas{Target: d.Target})
+					b.Watermarked = append(b.Watermarked, TargetDeltas{Target: d.Target, Await: -1})
 				}
-				b.Watermarked[j].Entries = append(b.Watermarked[j].Entries, Entry{Rec: i, Seq: rp.Seq, Rule: d.Rule, Amount: d.Amount, Restore: d.Restore, Replaced: d.Replaced, Covers: d.Covers})
+				b.Watermarked[j].Entries = append(b.Watermarked[j].Entries, Entry{Rec: i, Seq: rp.Seq, Rule: d.Rule, Amount: d.Amount, Restore: d.Restore, Replaced: d.Replaced, Covers: d.Covers, Removal: d.Removal})
 				continue
 			}
 			if d.Rule.Relay {
@@ -283,7 +288,12 @@ func Coalesce(recs []RecordPlan) *Batch {
 		}
 	}
 	for j := range b.Watermarked {
-		b.Watermarked[j].follow(recs)
+		t := &b.Watermarked[j]
+		t.pairReplacements()
+		t.follow(recs)
+		if last := len(t.Entries) - 1; last >= 0 && t.Entries[last].Removal && t.Entries[last].Rec == len(recs)-1 && t.Entries[last].Rec > 0 {
+			t.Await = t.Entries[last].Rec
+		}
 	}
 	b.Pulls = withoutRemoved(b.Pulls, recs)
 	// A restore applied with the batch (a deleted target's, say) covers the parked entries
@@ -298,6 +308,14 @@ func Coalesce(recs []RecordPlan) *Batch {
 			}
 		}
 	}
+	// An INSERT's entries that paired with no delete and add nothing leave a group empty.
+	kept := b.Watermarked[:0]
+	for _, t := range b.Watermarked {
+		if len(t.Entries) > 0 {
+			kept = append(kept, t)
+		}
+	}
+	b.Watermarked = kept
 	return b
 }
 
@@ -333,6 +351,37 @@ func MaxSeq(a, b string) string {
 		return b
 	}
 	return a
+}
+
+// pairReplacements makes a delete of the target and the application's INSERT of it later
+// in the batch one replacement, as a MODIFY would be: the delete's restore adds the deleted
+// image's value less what the new item holds, expects the item as the INSERT left it, and
+// learns what Denorm wrote onto it since (a batch delivered again onto the new item). An
+// INSERT without a delete before it keeps only a non-zero amount (undoing counter values
+// the application wrote).
+func (t *TargetDeltas) pairReplacements() {
+	kept := t.Entries[:0]
+	for _, e := range t.Entries {
+		if e.Replaced == nil || !e.Replaced.Insert {
+			kept = append(kept, e)
+			continue
+		}
+		paired := false
+		for i := len(kept) - 1; i >= 0; i-- {
+			if d := &kept[i]; d.Removal && d.Rule == e.Rule {
+				d.Amount = d.Amount.Add(e.Amount)
+				d.Replaced = &Replacement{OldWM: d.Covers, NewWM: e.Replaced.NewWM, New: e.Replaced.New, NewN: e.Replaced.NewN}
+				d.Removal, paired = false, true
+				break
+			}
+		}
+		if paired || e.Amount.IsZero() {
+			continue
+		}
+		e.Replaced = nil
+		kept = append(kept, e)
+	}
+	t.Entries = kept
 }
 
 // follow gives each replacement of the group what Denorm's own writes of the target after it

@@ -54,6 +54,15 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		case d.Rule.Relay:
 			mode = "relayed: one UpdateItem of this source's relay item in the target's partition, guarded by the source's sequence number; the relay item's record adds it under the target's watermark"
 		}
+		if d.Replaced != nil && d.Replaced.Insert {
+			add := "nothing to undo"
+			if !d.Amount.IsZero() {
+				add = "ADD " + signed(d.Amount) + " to undo it"
+			}
+			fmt.Fprintf(w, "  %s: the application's new item %s holds %s = %s: %s (%s); after a delete of it in the same batch, the two are one replacement: the deleted image's value less %s is added, less what Denorm wrote onto the new item again since\n",
+				d.Rule.Name, d.Target, d.Rule.Agg.Attribute, d.Replaced.New.String(), add, mode, d.Replaced.New.String())
+			continue
+		}
 		if d.Restore && d.Amount.IsZero() {
 			fmt.Fprintf(w, "  %s: restore %s on %s (%s): the application's write dropped or lowered it; the counters were right\n", d.Rule.Name, "the watermark", d.Target, mode)
 			continue

@@ -36,6 +36,9 @@ type Delta struct {
 	// it brings back (the OldImage of a MODIFY or REMOVE): that image holds the deltas of
 	// every record up to it, so those records' deltas are not applied again.
 	Covers string
+	// Removal marks the restore delta of a REMOVE of the target itself (its aggregates, from
+	// the OldImage), which an INSERT of the target later in the batch makes a replacement.
+	Removal bool
 }
 
 // Replacement is what a restore delta knows of the application's write it undoes.
@@ -46,6 +49,10 @@ type Replacement struct {
 	// Since is what Denorm's writes after the application's write did, as the batch's
 	// records of them show (nil when the batch has none).
 	Since *Since
+	// Insert marks what an application's INSERT of the target left (NewWM, New, NewN):
+	// coalesced with a delete of the target earlier in the batch, the two are one
+	// replacement (OldWM the deleted image's watermark); alone, only its amount counts.
+	Insert bool
 }
 
 // Since follows Denorm's own writes of a target after an application's write, from their

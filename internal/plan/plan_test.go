@@ -58,6 +58,15 @@ func describe(t testing.TB, set *rules.Set, event []byte) string {
 		for _, a := range attrs {
 			fmt.Fprintf(&buf, "  watermark %s: %s %s seq %s..%s\n", w.Target, a.Attribute, a.Amount, lo, hi)
 		}
+		for _, e := range w.Entries {
+			if r := e.Replaced; r != nil {
+				fmt.Fprintf(&buf, "    replacement at seq %s: %s: old watermark %q, left watermark %q, %s and write count %d\n",
+					e.Seq, e.Rule.Agg.Attribute, r.OldWM, r.NewWM, r.New, r.NewN)
+			}
+		}
+		if w.Await >= 0 {
+			fmt.Fprintf(&buf, "    delete ends the batch: record %d fails to come again first, with what follows\n", w.Await+1)
+		}
 	}
 	for _, g := range b.Relays {
 		amounts, lo, hi := g.After("")

@@ -36,8 +36,18 @@ func (e *eval) target() {
 		if denormCreated(e.spec, e.newE, aggs, c.New) {
 			return
 		}
+		newWM := record.SeqOf(c.New[rules.WatermarkAttr])
+		newN, _ := WritesOf(c.New)
 		for _, r := range aggs {
-			if n := NumberOf(c.New[r.Agg.Attribute]); !n.IsZero() {
+			n := NumberOf(c.New[r.Agg.Attribute])
+			// A watermarked attribute always gets one, zero or not: with a delete of the
+			// target before it in the batch, it makes that delete a replacement
+			// (coalesce drops it otherwise when zero).
+			switch {
+			case r.Watermark:
+				e.addDelta(Delta{Rule: r, Target: self, Amount: n.Neg(), Restore: true,
+					Replaced: &Replacement{NewWM: newWM, New: n, NewN: newN, Insert: true}})
+			case !n.IsZero():
 				e.addDelta(Delta{Rule: r, Target: self, Amount: n.Neg(), Restore: true})
 			}
 		}
@@ -47,7 +57,7 @@ func (e *eval) target() {
 		covers := record.SeqOf(c.Old[rules.WatermarkAttr])
 		for _, r := range aggs {
 			if o := NumberOf(c.Old[r.Agg.Attribute]); !o.IsZero() || (r.Watermark && covers != "") {
-				d := Delta{Rule: r, Target: self, Amount: o, Restore: true}
+				d := Delta{Rule: r, Target: self, Amount: o, Restore: true, Removal: true}
 				if r.Watermark {
 					d.Covers = covers
 				}
