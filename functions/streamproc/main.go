@@ -22,6 +22,7 @@ import (
 	"github.com/denorm/denorm/internal/awsconf"
 	"github.com/denorm/denorm/internal/handler"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/streamfollow"
 )
 
 func main() {
@@ -60,12 +61,14 @@ func build(ctx context.Context, log *slog.Logger) (*handler.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, _ := awsconf.Clients(cfg, endpoint != "")
+	db, streams := awsconf.Clients(cfg, endpoint != "")
 	// DENORM_PULL_READS: auto (default), always or never (apply.PullReads).
 	pullReads, err := apply.ParsePullReads(os.Getenv("DENORM_PULL_READS"))
 	if err != nil {
 		return nil, fmt.Errorf("DENORM_PULL_READS: %w", err)
 	}
-	exec := apply.New(db, table, set, apply.Options{Logger: log, PullReads: pullReads})
+	// The function's role reads the stream already (the event source mapping uses it); a
+	// restore reads on in it when its batch does not show what followed.
+	exec := apply.New(db, table, set, apply.Options{Logger: log, PullReads: pullReads, Stream: streamfollow.New(streams)})
 	return handler.New(set, exec, handler.Options{Logger: log, Metrics: os.Stdout, FunctionName: os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}), nil
 }

@@ -49,6 +49,10 @@ type Options struct {
 	// its record): PullReadsAuto (the default) does when that is cheaper, judged by the
 	// share of pulls refused lately (pullcost.go).
 	PullReads PullReads
+	// Stream, when set, lets a restore that cannot tell which of Denorm's writes since the
+	// application's write repeated records read on in the stream for their records
+	// (streamfollow.New of a DynamoDB Streams client); without it, it waits one delivery.
+	Stream StreamReader
 	// MaxBackoff caps one retry delay (default 2 s).
 	MaxBackoff time.Duration
 	Logger     *slog.Logger

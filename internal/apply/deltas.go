@@ -102,6 +102,14 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 		// Denorm wrote the replaced target before this restore: find what it applied again.
 		var why string
 		adjust, why = r.compensation(t, rep, cf.Item)
+		if why != "" && rep.Since == nil {
+			// The records of those writes follow the application's record in the stream:
+			// read on from it.
+			if s := r.readOn(t, rep, repSeq); s != nil {
+				rep.Since = s
+				adjust, why = r.compensation(t, rep, cf.Item)
+			}
+		}
 		if why != "" {
 			// The records of those writes follow the application's record in the stream.
 			// When it is not the first record of its batch, it fails alone and comes again
@@ -134,6 +142,49 @@ func replacement(t *plan.TargetDeltas) (*plan.Replacement, string, int) {
 		}
 	}
 	return rep, seq, rec
+}
+
+// StreamReader reads on in a stream from one of its records (streamfollow.Reader): each is
+// called with every later record of the record's partition, in order, until it returns
+// false or the stream has nothing more for now.
+type StreamReader interface {
+	After(ctx context.Context, streamARN, seq string, each func(*record.Change) bool) error
+}
+
+// readOn follows Denorm's own writes of t's target after the application's record at seq
+// in the stream itself, when the batch did not hold them: what they applied again, or nil
+// when no reader is configured, the record is gone, or no write of Denorm's followed.
+func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string) *plan.Since {
+	if r.x.opt.Stream == nil || rep.Source == "" || rep.OldWM == "" {
+		return nil
+	}
+	spec := r.x.set.Table
+	p := plan.New(r.x.set)
+	var owns []*plan.OwnWrite
+	var since *plan.Since
+	read := 0
+	err := r.x.opt.Stream.After(r.ctx, rep.Source, seq, func(c *record.Change) bool {
+		read++
+		pk, _ := c.Keys[spec.PartitionKey].(*types.AttributeValueMemberS)
+		sk, _ := c.Keys[spec.SortKey].(*types.AttributeValueMemberS)
+		if pk == nil || pk.Value != t.Target.PK || (sk != nil && sk.Value != t.Target.SK) {
+			return true
+		}
+		rp, err := p.Plan(c)
+		if err != nil || rp.Own == nil || rp.Own.Target != t.Target {
+			return true
+		}
+		owns = append(owns, rp.Own)
+		s, done := rep.Follow(owns)
+		since = s
+		return !done
+	})
+	r.count(func(s *Stats) { s.StreamFollows++; s.StreamFollowRecords += read })
+	if err != nil {
+		r.x.opt.Logger.Warn("reading on in the stream after the application's write of a counter target", "pk", t.Target.PK, "sk", t.Target.SK, "seq", seq, "err", err)
+		return nil
+	}
+	return since
 }
 
 // errRestoreDeferred: a restore that cannot yet tell which of Denorm's writes since the

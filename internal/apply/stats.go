@@ -39,6 +39,10 @@ type Stats struct {
 	// RestoresDeferred: restores that could not tell yet and failed their record, to come
 	// again first in a batch holding the records of Denorm's writes after it.
 	RestoresDeferred int
+	// StreamFollows: restores that read on in the stream for the records of Denorm's writes
+	// after the application's write, which their batch did not hold; StreamFollowRecords is
+	// how many records those reads went through.
+	StreamFollows, StreamFollowRecords int
 	// Refused counts the writes refused by their condition, per guard: DynamoDB bills each
 	// refused single-item write 1 WCU, so these are the writes worth avoiding.
 	Refused [NumGuards]int
@@ -118,6 +122,8 @@ func (s *Stats) Add(o Stats) {
 	s.ExtremeRecomputes += o.ExtremeRecomputes
 	s.AmbiguousRestores += o.AmbiguousRestores
 	s.RestoresDeferred += o.RestoresDeferred
+	s.StreamFollows += o.StreamFollows
+	s.StreamFollowRecords += o.StreamFollowRecords
 	for g, n := range o.Refused {
 		s.Refused[g] += n
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/denorm/denorm/internal/handler"
 	"github.com/denorm/denorm/internal/provision"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/streamfollow"
 )
 
 // PipelineConfig is local.Config with the seams fault injection needs: the executor's
@@ -80,6 +81,9 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	}
 	if cfg.Apply.Logger == nil {
 		cfg.Apply.Logger = cfg.Logger
+	}
+	if cfg.Apply.Stream == nil {
+		cfg.Apply.Stream = streamfollow.New(streams)
 	}
 	exec := apply.New(api, cfg.Table, set, cfg.Apply)
 	h := handler.New(set, exec, handler.Options{Logger: cfg.Logger, Metrics: cfg.Metrics})

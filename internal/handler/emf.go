@@ -41,6 +41,7 @@ func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFaile
 		{"DeltasRelayed", "Count", o.Stats.Relayed},
 		{"AmbiguousRestores", "Count", o.Stats.AmbiguousRestores},
 		{"RestoresDeferred", "Count", o.Stats.RestoresDeferred},
+		{"RestoresReadOn", "Count", o.Stats.StreamFollows},
 		{"WritesRefused", "Count", o.Stats.RefusedTotal()},
 		{"PullWritesSkipped", "Count", o.Stats.PullsSkipped},
 		{"ExtremeRaises", "Count", o.Stats.ExtremeRaises},

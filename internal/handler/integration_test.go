@@ -21,6 +21,7 @@ import (
 	"github.com/denorm/denorm/internal/handler"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/streamfollow"
 )
 
 const testRules = `version: 1
@@ -69,6 +70,12 @@ func newEnvRules(t *testing.T, opt apply.Options, text string) *env {
 	e := &env{t: t, db: db, table: name, arn: aws.ToString(desc.LatestStreamArn), set: set}
 	e.reader = ddbtest.NewStreamReader(t, streams, e.arn)
 	e.api = &faultyAPI{API: db}
+	switch opt.Stream.(type) {
+	case nil:
+		opt.Stream = streamfollow.New(streams)
+	case noStream:
+		opt.Stream = nil
+	}
 	e.h = handler.New(set, apply.New(e.api, name, set, opt), handler.Options{})
 	e.inv = lambda.NewHandler(e.h.Handle)
 	return e

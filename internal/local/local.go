@@ -24,6 +24,7 @@ import (
 	"github.com/denorm/denorm/internal/provision"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/runtimeapi"
+	"github.com/denorm/denorm/internal/streamfollow"
 )
 
 // Config describes a local pipeline.
@@ -91,6 +92,9 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}
 		inv = p.fn
 	} else {
+		if cfg.Apply.Stream == nil {
+			cfg.Apply.Stream = streamfollow.New(streams)
+		}
 		exec := apply.New(db, cfg.Table, set, cfg.Apply)
 		inv = lambda.NewHandler(handler.New(set, exec, handler.Options{Logger: cfg.Logger}).Handle)
 	}

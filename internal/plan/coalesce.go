@@ -370,7 +370,7 @@ func (t *TargetDeltas) pairReplacements() {
 		for i := len(kept) - 1; i >= 0; i-- {
 			if d := &kept[i]; d.Removal && d.Rule == e.Rule {
 				d.Amount = d.Amount.Add(e.Amount)
-				d.Replaced = &Replacement{OldWM: d.Covers, NewWM: e.Replaced.NewWM, New: e.Replaced.New, NewN: e.Replaced.NewN}
+				d.Replaced = &Replacement{OldWM: d.Covers, NewWM: e.Replaced.NewWM, New: e.Replaced.New, NewN: e.Replaced.NewN, Source: e.Replaced.Source}
 				d.Removal, paired = false, true
 				break
 			}
@@ -395,32 +395,47 @@ func (t *TargetDeltas) follow(recs []RecordPlan) {
 		if rep == nil || rep.OldWM == "" {
 			continue
 		}
-		s := &Since{N: rep.NewN, WM: rep.NewWM, Repeats: map[string]Number{}}
+		var owns []*OwnWrite
 		for k := t.Entries[i].Rec + 1; k < len(recs); k++ {
-			w := recs[k].Own
-			if w == nil || w.Target != t.Target {
-				continue
+			if w := recs[k].Own; w != nil && w.Target == t.Target {
+				owns = append(owns, w)
 			}
-			if w.OldN != s.N || w.OldWM != s.WM {
-				break
-			}
-			switch {
-			case record.CompareSeq(w.NewWM, rep.OldWM) <= 0:
-				for a, n := range w.Added {
-					s.Repeats[a] = s.Repeats[a].Add(n)
-				}
-			case record.CompareSeq(w.OldWM, rep.OldWM) < 0:
-				s = nil // one write straddles the old watermark
-			}
-			if s == nil {
-				break
-			}
-			s.N, s.WM = w.NewN, w.NewWM
 		}
-		if s != nil && s.N != rep.NewN {
-			rep.Since = s
+		rep.Since, _ = rep.Follow(owns)
+	}
+}
+
+// Follow is what Denorm's own writes of the replaced target after the application's write
+// did, given their records in stream order (owns: every one of the target's, or the first
+// ones): nil when none continues the chain or one write straddles the old watermark. done
+// reports that the chain has ended or passed the old watermark, so later records cannot
+// change the answer.
+func (rep *Replacement) Follow(owns []*OwnWrite) (s *Since, done bool) {
+	s = &Since{N: rep.NewN, WM: rep.NewWM, Repeats: map[string]Number{}}
+	for _, w := range owns {
+		if w.OldN != s.N || w.OldWM != s.WM {
+			done = true // another writer's record: the chain ends here
+			break
+		}
+		switch {
+		case record.CompareSeq(w.NewWM, rep.OldWM) <= 0:
+			for a, n := range w.Added {
+				s.Repeats[a] = s.Repeats[a].Add(n)
+			}
+		case record.CompareSeq(w.OldWM, rep.OldWM) < 0:
+			return nil, true // one write straddles the old watermark
+		default:
+			done = true // past the old watermark: later writes applied only new records
+		}
+		s.N, s.WM = w.NewN, w.NewWM
+		if done {
+			break
 		}
 	}
+	if s.N == rep.NewN {
+		return nil, done
+	}
+	return s, done
 }
 
 // withoutRemoved drops the pulls whose target a later record of the batch deletes: the

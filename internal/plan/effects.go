@@ -49,6 +49,9 @@ type Replacement struct {
 	// Since is what Denorm's writes after the application's write did, as the batch's
 	// records of them show (nil when the batch has none).
 	Since *Since
+	// Source is the stream the application's record came from (its eventSourceARN): the
+	// executor may read on from it when the batch does not show what followed.
+	Source string
 	// Insert marks what an application's INSERT of the target left (NewWM, New, NewN):
 	// coalesced with a delete of the target earlier in the batch, the two are one
 	// replacement (OldWM the deleted image's watermark); alone, only its amount counts.

@@ -46,7 +46,7 @@ func (e *eval) target() {
 			switch {
 			case r.Watermark:
 				e.addDelta(Delta{Rule: r, Target: self, Amount: n.Neg(), Restore: true,
-					Replaced: &Replacement{NewWM: newWM, New: n, NewN: newN, Insert: true}})
+					Replaced: &Replacement{NewWM: newWM, New: n, NewN: newN, Insert: true, Source: c.Source}})
 			case !n.IsZero():
 				e.addDelta(Delta{Rule: r, Target: self, Amount: n.Neg(), Restore: true})
 			}
@@ -99,7 +99,7 @@ func (e *eval) target() {
 			// write left, for the executor's check of deltas applied again since.
 			newN, _ := WritesOf(c.New)
 			e.addDelta(Delta{Rule: r, Target: self, Amount: d, Restore: true, Covers: oldWM,
-				Replaced: &Replacement{OldWM: oldWM, NewWM: newWM, New: NumberOf(c.New[a]), NewN: newN}})
+				Replaced: &Replacement{OldWM: oldWM, NewWM: newWM, New: NumberOf(c.New[a]), NewN: newN, Source: c.Source}})
 		}
 	}
 }

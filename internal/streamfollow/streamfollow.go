@@ -1,0 +1,191 @@
+// Package streamfollow reads a DynamoDB stream forward from one record, for the rare restore
+// that needs to know what followed a record its batch did not hold (apply.StreamReader): the
+// records of Denorm's own writes after an application's write show which of them applied
+// records again. It is I/O at the edge: the records it yields are decoded, never planned.
+package streamfollow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/denorm/denorm/internal/record"
+)
+
+// API is what the reader needs of the DynamoDB Streams client.
+type API interface {
+	DescribeStream(context.Context, *dynamodbstreams.DescribeStreamInput, ...func(*dynamodbstreams.Options)) (*dynamodbstreams.DescribeStreamOutput, error)
+	GetShardIterator(context.Context, *dynamodbstreams.GetShardIteratorInput, ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error)
+	GetRecords(context.Context, *dynamodbstreams.GetRecordsInput, ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error)
+}
+
+// Reader follows streams through api. Limit bounds the records one After reads (default
+// 10,000): a restore that needs more gives up and says so.
+type Reader struct {
+	api   API
+	Limit int
+	mu    sync.Mutex
+	known map[string][]types.Shard // per stream ARN, as last described
+}
+
+// New returns a Reader of api.
+func New(api API) *Reader { return &Reader{api: api, Limit: 10000, known: map[string][]types.Shard{}} }
+
+// ErrNotFound: no shard of the stream holds the record (trimmed, or another stream).
+var ErrNotFound = errors.New("record not found in the stream")
+
+// After calls each with every record after seq in stream streamARN, in stream order for
+// seq's partition (its shard, then that shard's children), until each returns false, the
+// stream has nothing more for now, or Limit records were read (then it returns an error).
+func (r *Reader) After(ctx context.Context, streamARN, seq string, each func(*record.Change) bool) error {
+	shards, err := r.shards(ctx, streamARN, false)
+	if err != nil {
+		return err
+	}
+	for pass := 0; pass < 2; pass++ {
+		for _, sh := range shards {
+			if !holds(sh, seq) {
+				continue
+			}
+			found, err := r.from(ctx, streamARN, shards, sh, seq, each)
+			if err != nil || found {
+				return err
+			}
+		}
+		// A shard created since the last description may hold it.
+		if shards, err = r.shards(ctx, streamARN, true); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("following %s after %s: %w", streamARN, seq, ErrNotFound)
+}
+
+// from reads shard sh from seq (which must be its record at that position, else found is
+// false), then its children, calling each.
+func (r *Reader) from(ctx context.Context, arn string, shards []types.Shard, sh types.Shard, seq string, each func(*record.Change) bool) (found bool, err error) {
+	it, err := r.api.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn), ShardId: sh.ShardId,
+		ShardIteratorType: types.ShardIteratorTypeAtSequenceNumber, SequenceNumber: aws.String(seq)})
+	if err != nil {
+		return false, nil // not this shard's, or trimmed from it
+	}
+	read, first := 0, true
+	iter := it.ShardIterator
+	for {
+		for iter != nil {
+			out, err := r.api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
+			if err != nil {
+				return !first, fmt.Errorf("following %s: %w", arn, err)
+			}
+			iter = out.NextShardIterator
+			for _, rec := range out.Records {
+				if first {
+					first = false
+					if rec.Dynamodb == nil || aws.ToString(rec.Dynamodb.SequenceNumber) != seq {
+						return false, nil // another shard's sequence number
+					}
+					continue
+				}
+				read++
+				if read > r.Limit {
+					return true, fmt.Errorf("following %s after %s: more than %d records", arn, seq, r.Limit)
+				}
+				raw, err := record.EncodeStreamRecord(rec, arn, "")
+				if err != nil {
+					continue
+				}
+				c, err := record.Decode(raw)
+				if err != nil {
+					continue
+				}
+				if !each(&c) {
+					return true, nil
+				}
+			}
+			if len(out.Records) == 0 {
+				if first {
+					return false, nil
+				}
+				if iter != nil {
+					return true, nil // the open shard's end: nothing more for now
+				}
+			}
+		}
+		if first {
+			return false, nil
+		}
+		// The shard is closed: its children hold its partitions' later records.
+		child, ok := childOf(shards, aws.ToString(sh.ShardId))
+		if !ok {
+			if shards, err = r.shards(ctx, arn, true); err != nil {
+				return true, err
+			}
+			if child, ok = childOf(shards, aws.ToString(sh.ShardId)); !ok {
+				return true, nil
+			}
+		}
+		out, err := r.api.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn), ShardId: child.ShardId,
+			ShardIteratorType: types.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			return true, fmt.Errorf("following %s: %w", arn, err)
+		}
+		sh, iter = child, out.ShardIterator
+	}
+}
+
+// shards describes the stream (every page), from the cache unless fresh.
+func (r *Reader) shards(ctx context.Context, arn string, fresh bool) ([]types.Shard, error) {
+	r.mu.Lock()
+	cached, ok := r.known[arn]
+	r.mu.Unlock()
+	if ok && !fresh {
+		return cached, nil
+	}
+	var all []types.Shard
+	var from *string
+	for {
+		out, err := r.api.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn), ExclusiveStartShardId: from})
+		if err != nil {
+			return nil, fmt.Errorf("describing stream %s: %w", arn, err)
+		}
+		if out.StreamDescription == nil {
+			break
+		}
+		all = append(all, out.StreamDescription.Shards...)
+		if from = out.StreamDescription.LastEvaluatedShardId; from == nil {
+			break
+		}
+	}
+	r.mu.Lock()
+	r.known[arn] = all
+	r.mu.Unlock()
+	return all, nil
+}
+
+// holds reports whether seq is within shard sh's range (an open shard has no end).
+func holds(sh types.Shard, seq string) bool {
+	rg := sh.SequenceNumberRange
+	if rg == nil {
+		return true
+	}
+	if s := aws.ToString(rg.StartingSequenceNumber); s != "" && record.CompareSeq(seq, s) < 0 {
+		return false
+	}
+	if e := aws.ToString(rg.EndingSequenceNumber); e != "" && record.CompareSeq(seq, e) > 0 {
+		return false
+	}
+	return true
+}
+
+func childOf(shards []types.Shard, id string) (types.Shard, bool) {
+	for _, s := range shards {
+		if aws.ToString(s.ParentShardId) == id {
+			return s, true
+		}
+	}
+	return types.Shard{}, false
+}
