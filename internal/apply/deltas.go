@@ -38,11 +38,29 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 	wm := ""
 	create := false // the target is missing and a delta creates it
 	rep, repSeq, repRec := replacement(t)
-	var expect *string // the watermark the target must hold ("" absent); nil: any below minSeq
-	if rep != nil {
-		expect = &rep.NewWM
-	}
+	var expect *string                // the watermark the target must hold ("" absent); nil: any below minSeq
 	var adjust map[string]plan.Number // per attribute, taken out of the restore
+	readNote := ""
+	if rep != nil {
+		if rep.Since == nil || !rep.Since.Done {
+			// The records of Denorm's writes after the application's write follow its
+			// record in the stream: the batch did not show them to their end, so read on.
+			var s *plan.Since
+			if s, readNote = r.readOn(t, rep, repSeq); s != nil && (s.Done || s.N != rep.NewN) {
+				rep.Since = s
+			}
+		}
+		if rep.Since != nil && rep.Since.Done {
+			// Known to its end: what repeated is known whatever the item holds now (another
+			// incarnation of the target, even).
+			adjust = rep.Since.Repeats
+			if len(adjust) > 0 {
+				r.count(func(s *Stats) { s.Compensated++ })
+			}
+		} else {
+			expect = &rep.NewWM
+		}
+	}
 	if t.Await >= 0 && firstRec(t, "") == t.Await {
 		// A delete of the target ends the batch: an INSERT of it (the application putting
 		// it back) makes it a replacement, which needs both records in one batch.
@@ -102,13 +120,8 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 		// Denorm wrote the replaced target before this restore: find what it applied again.
 		var why string
 		adjust, why = r.compensation(t, rep, cf.Item)
-		if why != "" && rep.Since == nil {
-			// The records of those writes follow the application's record in the stream:
-			// read on from it.
-			if s := r.readOn(t, rep, repSeq); s != nil {
-				rep.Since = s
-				adjust, why = r.compensation(t, rep, cf.Item)
-			}
+		if why != "" && readNote != "" {
+			why += " (" + readNote + ")"
 		}
 		if why != "" {
 			// The records of those writes follow the application's record in the stream.
@@ -153,16 +166,17 @@ type StreamReader interface {
 
 // readOn follows Denorm's own writes of t's target after the application's record at seq
 // in the stream itself, when the batch did not hold them: what they applied again, or nil
-// when no reader is configured, the record is gone, or no write of Denorm's followed.
-func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string) *plan.Since {
+// when no reader is configured, the record is gone, or no write of Denorm's followed; and
+// what the read found, for the warning of a restore it does not settle.
+func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string) (*plan.Since, string) {
 	if r.x.opt.Stream == nil || rep.Source == "" || rep.OldWM == "" {
-		return nil
+		return nil, ""
 	}
 	spec := r.x.set.Table
 	p := plan.New(r.x.set)
-	var owns []*plan.OwnWrite
+	var writes []*plan.OwnWrite
 	var since *plan.Since
-	read := 0
+	read, straddle := 0, false
 	err := r.x.opt.Stream.After(r.ctx, rep.Source, seq, func(c *record.Change) bool {
 		read++
 		pk, _ := c.Keys[spec.PartitionKey].(*types.AttributeValueMemberS)
@@ -171,20 +185,27 @@ func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string) *p
 			return true
 		}
 		rp, err := p.Plan(c)
-		if err != nil || rp.Own == nil || rp.Own.Target != t.Target {
+		if err != nil {
 			return true
 		}
-		owns = append(owns, rp.Own)
-		s, done := rep.Follow(owns)
-		since = s
-		return !done
+		w, ok := rp.WriteOf(t.Target)
+		if !ok {
+			return true
+		}
+		writes = append(writes, w)
+		since, straddle = rep.Follow(writes)
+		return since != nil && !since.Done
 	})
 	r.count(func(s *Stats) { s.StreamFollows++; s.StreamFollowRecords += read })
-	if err != nil {
-		r.x.opt.Logger.Warn("reading on in the stream after the application's write of a counter target", "pk", t.Target.PK, "sk", t.Target.SK, "seq", seq, "err", err)
-		return nil
+	switch {
+	case err != nil:
+		return nil, fmt.Sprintf("reading on in the stream: %v", err)
+	case straddle:
+		return nil, fmt.Sprintf("read on %d records: one of Denorm's writes of it straddles the old watermark", read)
+	case since == nil:
+		return nil, fmt.Sprintf("read on %d records: no write of it", read)
 	}
-	return since
+	return since, fmt.Sprintf("read on %d records: %d writes of it", read, len(writes))
 }
 
 // errRestoreDeferred: a restore that cannot yet tell which of Denorm's writes since the

@@ -397,25 +397,47 @@ func (t *TargetDeltas) follow(recs []RecordPlan) {
 		}
 		var owns []*OwnWrite
 		for k := t.Entries[i].Rec + 1; k < len(recs); k++ {
-			if w := recs[k].Own; w != nil && w.Target == t.Target {
+			if w, ok := recs[k].WriteOf(t.Target); ok {
 				owns = append(owns, w)
 			}
 		}
-		rep.Since, _ = rep.Follow(owns)
+		if s, _ := rep.Follow(owns); s != nil && (s.Done || s.N != rep.NewN) {
+			rep.Since = s
+		}
 	}
 }
 
+// WriteOf reports whether the record is a write of target that matters to a chain of
+// Denorm's writes: Denorm's own (w), or another writer's that ends the chain (w nil: a
+// delete, an insert, or a write that replaced Denorm's attributes).
+func (rp *RecordPlan) WriteOf(target Key) (w *OwnWrite, ok bool) {
+	if rp.Own != nil && rp.Own.Target == target {
+		return rp.Own, true
+	}
+	if rp.PK != target.PK || rp.SK != target.SK {
+		return nil, false
+	}
+	if rp.Op == "REMOVE" || rp.Op == "INSERT" {
+		return nil, true
+	}
+	for _, d := range rp.Deltas {
+		if d.Replaced != nil && d.Target == target {
+			return nil, true
+		}
+	}
+	return nil, false
+}
+
 // Follow is what Denorm's own writes of the replaced target after the application's write
-// did, given their records in stream order (owns: every one of the target's, or the first
-// ones): nil when none continues the chain or one write straddles the old watermark. done
-// reports that the chain has ended or passed the old watermark, so later records cannot
-// change the answer.
-func (rep *Replacement) Follow(owns []*OwnWrite) (s *Since, done bool) {
+// did, given the target's writes in stream order (WriteOf: every one, or the first ones;
+// nil for another writer's). It is nil when one write straddles the old watermark (which of
+// its records repeated cannot be told). Done is set once later records cannot change it.
+func (rep *Replacement) Follow(writes []*OwnWrite) (s *Since, straddle bool) {
 	s = &Since{N: rep.NewN, WM: rep.NewWM, Repeats: map[string]Number{}}
-	for _, w := range owns {
-		if w.OldN != s.N || w.OldWM != s.WM {
-			done = true // another writer's record: the chain ends here
-			break
+	for _, w := range writes {
+		if w == nil || w.OldN != s.N || w.OldWM != s.WM {
+			s.Done = true // another writer's record: the chain ends here
+			return s, false
 		}
 		switch {
 		case record.CompareSeq(w.NewWM, rep.OldWM) <= 0:
@@ -423,19 +445,16 @@ func (rep *Replacement) Follow(owns []*OwnWrite) (s *Since, done bool) {
 				s.Repeats[a] = s.Repeats[a].Add(n)
 			}
 		case record.CompareSeq(w.OldWM, rep.OldWM) < 0:
-			return nil, true // one write straddles the old watermark
+			return nil, true
 		default:
-			done = true // past the old watermark: later writes applied only new records
+			s.Done = true // past the old watermark: later writes applied only new records
 		}
 		s.N, s.WM = w.NewN, w.NewWM
-		if done {
-			break
+		if s.Done {
+			return s, false
 		}
 	}
-	if s.N == rep.NewN {
-		return nil, done
-	}
-	return s, done
+	return s, false
 }
 
 // withoutRemoved drops the pulls whose target a later record of the batch deletes: the

@@ -67,6 +67,10 @@ type Since struct {
 	N       uint64
 	WM      string
 	Repeats map[string]Number
+	// Done: the chain is known to its end (a write passed the old watermark, or another
+	// writer's record of the target ended it), so Repeats is exact whatever the item holds
+	// now, even when it is another incarnation of the target.
+	Done bool
 }
 
 // OwnWrite is a stream record of Denorm's own write of a watermarked target: the write
