@@ -46,7 +46,11 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 			// The records of Denorm's writes after the application's write follow its
 			// record in the stream: the batch did not show them to their end, so read on.
 			var s *plan.Since
-			if s, readNote = r.readOn(t, rep, repSeq); s != nil && (s.Done || s.N != rep.NewN) {
+			at := repSeq
+			if rep.At != "" {
+				at = rep.At // after the INSERT of a delete and re-put
+			}
+			if s, readNote = r.readOn(t, rep, at); s != nil && (s.Done || s.N != rep.NewN) {
 				rep.Since = s
 			}
 		}
@@ -67,6 +71,17 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 		r.count(func(s *Stats) { s.RestoresDeferred++ })
 		return t.Await, errRestoreDeferred
 	}
+	var removed *plan.Entry // a delete of the target the batch holds no re-put of
+	if rep == nil {
+		if e := lastRemoval(t); e != nil && e.Covers != "" {
+			if s := r.readOnRemoval(t, e); s != nil && s.Done {
+				removed, adjust = e, s.Repeats
+				if len(adjust) > 0 {
+					r.count(func(s *Stats) { s.Compensated++ })
+				}
+			}
+		}
+	}
 	for attempt := 0; attempt < 5; attempt++ {
 		raw, minSeq, maxSeq, _ := t.Sum(wm)
 		rec := firstRec(t, wm)
@@ -75,6 +90,9 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 		}
 		if rep != nil && record.CompareSeq(repSeq, minSeq) < 0 {
 			rep, expect, adjust = nil, nil, nil // the restore itself is applied already
+		}
+		if removed != nil && record.CompareSeq(removed.Seq, minSeq) < 0 {
+			removed, adjust = nil, nil
 		}
 		attrs := mergeAttrs(raw)
 		for i := range attrs {
@@ -206,6 +224,70 @@ func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string) (*
 		return nil, fmt.Sprintf("read on %d records: no write of it", read)
 	}
 	return since, fmt.Sprintf("read on %d records: %d writes of it", read, len(writes))
+}
+
+// lastRemoval is the group's last delete of the target itself that no INSERT of the batch
+// made a replacement (nil for none).
+func lastRemoval(t *plan.TargetDeltas) *plan.Entry {
+	var out *plan.Entry
+	for i := range t.Entries {
+		if t.Entries[i].Removal {
+			out = &t.Entries[i]
+		}
+	}
+	return out
+}
+
+// readOnRemoval reads on in the stream after a delete of t's target whose batch ended
+// before the target was put back: when the next record of the target is its INSERT, the
+// chain of Denorm's writes of the new item after it says what they applied again of the
+// records the deleted image holds (up to e.Covers), which the delete's restore brings back
+// too. Nil when there is no reader, no INSERT yet, or the chain is not settled.
+func (r *run) readOnRemoval(t *plan.TargetDeltas, e *plan.Entry) *plan.Since {
+	if r.x.opt.Stream == nil || e.Source == "" {
+		return nil
+	}
+	spec := r.x.set.Table
+	p := plan.New(r.x.set)
+	var rep *plan.Replacement
+	var writes []*plan.OwnWrite
+	var since *plan.Since
+	read := 0
+	err := r.x.opt.Stream.After(r.ctx, e.Source, e.Seq, func(c *record.Change) bool {
+		read++
+		pk, _ := c.Keys[spec.PartitionKey].(*types.AttributeValueMemberS)
+		sk, _ := c.Keys[spec.SortKey].(*types.AttributeValueMemberS)
+		if pk == nil || pk.Value != t.Target.PK || (sk != nil && sk.Value != t.Target.SK) {
+			return true
+		}
+		if rep == nil {
+			if c.Op != record.Insert {
+				return false
+			}
+			n, _ := plan.WritesOf(c.New)
+			rep = &plan.Replacement{OldWM: e.Covers, NewWM: record.SeqOf(c.New[rules.WatermarkAttr]), NewN: n}
+			return true
+		}
+		rp, err := p.Plan(c)
+		if err != nil {
+			return true
+		}
+		w, ok := rp.WriteOf(t.Target)
+		if !ok {
+			return true
+		}
+		writes = append(writes, w)
+		since, _ = rep.Follow(writes)
+		return since != nil && !since.Done
+	})
+	r.count(func(s *Stats) { s.StreamFollows++; s.StreamFollowRecords += read })
+	if err != nil || rep == nil {
+		return nil
+	}
+	if since == nil && len(writes) == 0 {
+		return nil // put back, and nothing of Denorm's on it yet that the stream shows
+	}
+	return since
 }
 
 // errRestoreDeferred: a restore that cannot yet tell which of Denorm's writes since the

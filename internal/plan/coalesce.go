@@ -147,6 +147,7 @@ type Entry struct {
 	Replaced *Replacement
 	Covers   string // see Delta.Covers
 	Removal  bool   // see Delta.Removal
+	Source   string // see Delta.Source
 }
 
 // TargetDeltas are the watermark-guarded deltas of one target, in record order.
@@ -266,7 +267,7 @@ func Coalesce(recs []RecordPlan) *Batch {
 					wm[d.Target] = j
 					b.Watermarked = append(b.Watermarked, TargetDeltas{Target: d.Target, Await: -1})
 				}
-				b.Watermarked[j].Entries = append(b.Watermarked[j].Entries, Entry{Rec: i, Seq: rp.Seq, Rule: d.Rule, Amount: d.Amount, Restore: d.Restore, Replaced: d.Replaced, Covers: d.Covers, Removal: d.Removal})
+				b.Watermarked[j].Entries = append(b.Watermarked[j].Entries, Entry{Rec: i, Seq: rp.Seq, Rule: d.Rule, Amount: d.Amount, Restore: d.Restore, Replaced: d.Replaced, Covers: d.Covers, Removal: d.Removal, Source: d.Source})
 				continue
 			}
 			if d.Rule.Relay {
@@ -370,7 +371,8 @@ func (t *TargetDeltas) pairReplacements() {
 		for i := len(kept) - 1; i >= 0; i-- {
 			if d := &kept[i]; d.Removal && d.Rule == e.Rule {
 				d.Amount = d.Amount.Add(e.Amount)
-				d.Replaced = &Replacement{OldWM: d.Covers, NewWM: e.Replaced.NewWM, New: e.Replaced.New, NewN: e.Replaced.NewN, Source: e.Replaced.Source}
+				d.Replaced = &Replacement{OldWM: d.Covers, NewWM: e.Replaced.NewWM, New: e.Replaced.New, NewN: e.Replaced.NewN,
+					Source: e.Replaced.Source, AtRec: e.Rec, At: e.Seq}
 				d.Removal, paired = false, true
 				break
 			}
@@ -396,7 +398,11 @@ func (t *TargetDeltas) follow(recs []RecordPlan) {
 			continue
 		}
 		var owns []*OwnWrite
-		for k := t.Entries[i].Rec + 1; k < len(recs); k++ {
+		from := t.Entries[i].Rec
+		if rep.At != "" {
+			from = rep.AtRec // after the INSERT of a delete and re-put
+		}
+		for k := from + 1; k < len(recs); k++ {
 			if w, ok := recs[k].WriteOf(t.Target); ok {
 				owns = append(owns, w)
 			}

@@ -38,7 +38,10 @@ type Delta struct {
 	Covers string
 	// Removal marks the restore delta of a REMOVE of the target itself (its aggregates, from
 	// the OldImage), which an INSERT of the target later in the batch makes a replacement.
+	// Source is the stream it came from, to read on for that INSERT when the batch ends
+	// first.
 	Removal bool
+	Source  string
 }
 
 // Replacement is what a restore delta knows of the application's write it undoes.
@@ -52,6 +55,11 @@ type Replacement struct {
 	// Source is the stream the application's record came from (its eventSourceARN): the
 	// executor may read on from it when the batch does not show what followed.
 	Source string
+	// At is the record the chain of Denorm's writes after the application's write starts
+	// after: the replacing record's own (AtRec -1, At ""), or the INSERT of a delete and
+	// re-put (its index in the batch and sequence number).
+	AtRec int
+	At    string
 	// Insert marks what an application's INSERT of the target left (NewWM, New, NewN):
 	// coalesced with a delete of the target earlier in the batch, the two are one
 	// replacement (OldWM the deleted image's watermark); alone, only its amount counts.

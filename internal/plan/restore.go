@@ -57,7 +57,7 @@ func (e *eval) target() {
 		covers := record.SeqOf(c.Old[rules.WatermarkAttr])
 		for _, r := range aggs {
 			if o := NumberOf(c.Old[r.Agg.Attribute]); !o.IsZero() || (r.Watermark && covers != "") {
-				d := Delta{Rule: r, Target: self, Amount: o, Restore: true, Removal: true}
+				d := Delta{Rule: r, Target: self, Amount: o, Restore: true, Removal: true, Source: c.Source}
 				if r.Watermark {
 					d.Covers = covers
 				}
