@@ -60,7 +60,8 @@ bench:
 	$(GO) run $(BENCHSTAT) $(BENCH_OUT)/core.txt
 
 ## soak: the reliability suite's long run (tests/reliability): SOAK_OPS operations with every
-## fault on; passes only with zero drift. `make soak SOAK_OPS=5000` for a short one.
+## fault on, the application's own writes to counter targets included; passes only with zero
+## drift. `make soak SOAK_OPS=5000` for a short one.
 SOAK_OPS ?= 100000
 SOAK_SEED ?= 1
 .PHONY: soak

@@ -57,9 +57,8 @@ type Faults struct {
 }
 
 // Everything is every fault on, at rates that keep most invocations clean, except the
-// application class: combined with redelivery it still finds drift in about one run of three
-// (TestApplicationUnderRedelivery in tests/reliability), so it runs alone, and `make soak`
-// adds it only with DENORM_SOAK_APPLICATION=1.
+// application class, which callers add (TestApplicationUnderRedelivery and `make soak` in
+// tests/reliability do): it changes the workload, not only the delivery.
 func Everything() Faults {
 	return Faults{
 		DeliverTwice: true, Throttle: 0.03, Conflict: 0.05, Crash: 0.05, LostWrite: 0.5,

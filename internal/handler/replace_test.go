@@ -133,7 +133,7 @@ func (e *env) applicationRound(rng *rand.Rand, users, posts int) {
 // none).
 type noStream struct{}
 
-func (noStream) After(context.Context, string, string, func(*record.Change) bool) error {
+func (noStream) After(context.Context, string, string, map[string]string, func(*record.Change) bool) error {
 	return fmt.Errorf("no stream to read on in")
 }
 
@@ -217,7 +217,8 @@ func TestRedeliveredAfterTheApplicationWroteTheTarget(t *testing.T) {
 	for _, tc := range []string{"parked once", "parked", "wiped", "wrong", "stale", "wiped with it",
 		"wiped, then a comment", "stale, then a comment",
 		"wiped, then a comment, read with what followed", "stale, then a comment, read with what followed",
-		"wiped, then a comment, deferred", "stale, then a comment, deferred"} {
+		"wiped, then a comment, deferred", "stale, then a comment, deferred",
+		"deleted and put back stale, read apart", "deleted and put back wiped, read apart"} {
 		t.Run(tc, func(t *testing.T) {
 			opt := apply.Options{}
 			if strings.HasSuffix(tc, "deferred") {
@@ -232,7 +233,7 @@ func TestRedeliveredAfterTheApplicationWroteTheTarget(t *testing.T) {
 			}
 			e.drain(100, e.lambdaLike)
 			var read map[string]types.AttributeValue
-			if strings.HasPrefix(tc, "stale") {
+			if strings.HasPrefix(tc, "stale") || strings.Contains(tc, "stale") {
 				out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &e.table, ConsistentRead: aws.Bool(true),
 					Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "POST#p1"}, "sk": &types.AttributeValueMemberS{Value: "METADATA"}}})
 				if err != nil {
@@ -286,6 +287,29 @@ func TestRedeliveredAfterTheApplicationWroteTheTarget(t *testing.T) {
 					t.Fatalf("the replacement was not deferred: failure at %d of %d", i, len(again))
 				}
 				e.lambdaLike(append(again[1:], e.records()...))
+				e.drain(100, e.lambdaLike)
+				e.check()
+				return
+			case "deleted and put back stale, read apart", "deleted and put back wiped, read apart":
+				// The delete and the re-put reach the processor in batches of their own,
+				// after the batch came again onto the new item.
+				e.del("POST#p1", "METADATA")
+				del := e.records()
+				if strings.Contains(tc, "stale") {
+					if _, err := e.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &e.table, Item: read}); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+				}
+				put := e.records()
+				e.lambdaLike(batch) // delivered again, onto the new item
+				for _, r := range del {
+					e.lambdaLike([]json.RawMessage{r})
+				}
+				for _, r := range put {
+					e.lambdaLike([]json.RawMessage{r})
+				}
 				e.drain(100, e.lambdaLike)
 				e.check()
 				return

@@ -39,10 +39,12 @@ func New(api API) *Reader { return &Reader{api: api, Limit: 10000, known: map[st
 // ErrNotFound: no shard of the stream holds the record (trimmed, or another stream).
 var ErrNotFound = errors.New("record not found in the stream")
 
-// After calls each with every record after seq in stream streamARN, in stream order for
-// seq's partition (its shard, then that shard's children), until each returns false, the
-// stream has nothing more for now, or Limit records were read (then it returns an error).
-func (r *Reader) After(ctx context.Context, streamARN, seq string, each func(*record.Change) bool) error {
+// After calls each with every record after seq in stream streamARN whose keys hold key
+// (attribute name to string value; nil for every record), in stream order for seq's
+// partition (its shard, then that shard's children), until each returns false, the stream
+// has nothing more for now, or Limit records were read (then it returns an error). Other
+// records are passed over without being decoded.
+func (r *Reader) After(ctx context.Context, streamARN, seq string, key map[string]string, each func(*record.Change) bool) error {
 	shards, err := r.shards(ctx, streamARN, false)
 	if err != nil {
 		return err
@@ -52,7 +54,7 @@ func (r *Reader) After(ctx context.Context, streamARN, seq string, each func(*re
 			if !holds(sh, seq) {
 				continue
 			}
-			found, err := r.from(ctx, streamARN, shards, sh, seq, each)
+			found, err := r.from(ctx, streamARN, shards, sh, seq, key, each)
 			if err != nil || found {
 				return err
 			}
@@ -67,7 +69,7 @@ func (r *Reader) After(ctx context.Context, streamARN, seq string, each func(*re
 
 // from reads shard sh from seq (which must be its record at that position, else found is
 // false), then its children, calling each.
-func (r *Reader) from(ctx context.Context, arn string, shards []types.Shard, sh types.Shard, seq string, each func(*record.Change) bool) (found bool, err error) {
+func (r *Reader) from(ctx context.Context, arn string, shards []types.Shard, sh types.Shard, seq string, key map[string]string, each func(*record.Change) bool) (found bool, err error) {
 	it, err := r.api.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn), ShardId: sh.ShardId,
 		ShardIteratorType: types.ShardIteratorTypeAtSequenceNumber, SequenceNumber: aws.String(seq)})
 	if err != nil {
@@ -93,6 +95,9 @@ func (r *Reader) from(ctx context.Context, arn string, shards []types.Shard, sh 
 				read++
 				if read > r.Limit {
 					return true, fmt.Errorf("following %s after %s: more than %d records", arn, seq, r.Limit)
+				}
+				if !holdsKey(rec, key) {
+					continue
 				}
 				raw, err := record.EncodeStreamRecord(rec, arn, "")
 				if err != nil {
@@ -177,6 +182,20 @@ func holds(sh types.Shard, seq string) bool {
 	}
 	if e := aws.ToString(rg.EndingSequenceNumber); e != "" && record.CompareSeq(seq, e) > 0 {
 		return false
+	}
+	return true
+}
+
+// holdsKey reports whether rec's keys hold every attribute of key as a string.
+func holdsKey(rec types.Record, key map[string]string) bool {
+	if rec.Dynamodb == nil {
+		return false
+	}
+	for name, want := range key {
+		v, ok := rec.Dynamodb.Keys[name].(*types.AttributeValueMemberS)
+		if !ok || v.Value != want {
+			return false
+		}
 	}
 	return true
 }
