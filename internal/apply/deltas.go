@@ -402,6 +402,7 @@ func (r *run) updateCounters(key map[string]types.AttributeValue, what string, a
 	ub = withBucketTTL(ub, x.set.Table, key, attrs)
 	ub = ub.Set(expression.Name(WatermarkAttr), num(record.NormSeq(maxSeq)))
 	ub = ub.Set(expression.Name(rules.FirstAttr), expression.IfNotExists(expression.Name(rules.FirstAttr), num(record.NormSeq(minSeq))))
+	ub = ub.Set(expression.Name(rules.LastFirstAttr), num(record.NormSeq(minSeq)))
 	ub = ub.Add(expression.Name(rules.WritesAttr), num("1"))
 	// A target without a watermark (one the application wrote, or one that predates Denorm)
 	// takes the write and is stamped by it.

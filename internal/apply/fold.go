@@ -191,6 +191,9 @@ func (r *run) foldItems(g *plan.FoldGroup, park, target map[string]types.Attribu
 			ub = ub.Set(expression.Name(rules.FirstAttr), num(record.NormSeq(minAdded)))
 			touch = true
 		}
+		if minAdded != "" {
+			ub = ub.Set(expression.Name(rules.LastFirstAttr), num(record.NormSeq(minAdded)))
+		}
 	}
 	if touch {
 		ub = ub.Add(expression.Name(rules.WritesAttr), num("1"))

@@ -450,6 +450,8 @@ func (rep *Replacement) Follow(writes []*OwnWrite) (s *Since, straddle bool) {
 			for a, n := range w.Added {
 				s.Repeats[a] = s.Repeats[a].Add(n)
 			}
+		case w.First != "" && record.CompareSeq(w.First, rep.OldWM) > 0:
+			s.Done = true // it applied only records after the old watermark
 		case record.CompareSeq(w.OldWM, rep.OldWM) < 0:
 			return nil, true
 		default:

@@ -87,6 +87,7 @@ type OwnWrite struct {
 	Target       Key
 	OldN, NewN   uint64
 	OldWM, NewWM string
+	First        string // the first record the write applied ("" when the item does not say)
 	Added        map[string]Number
 }
 

@@ -131,6 +131,9 @@ func ownWrite(old, new record.Item) bool {
 func ownRecord(self Key, aggs []*rules.CompiledRule, old, new record.Item) *OwnWrite {
 	w := &OwnWrite{Target: self, OldWM: record.SeqOf(old[rules.WatermarkAttr]), NewWM: record.SeqOf(new[rules.WatermarkAttr]),
 		Added: map[string]Number{}}
+	if f := record.SeqOf(new[rules.LastFirstAttr]); f != record.SeqOf(old[rules.LastFirstAttr]) || w.NewWM != w.OldWM {
+		w.First = f
+	}
 	w.OldN, _ = WritesOf(old)
 	w.NewN, _ = WritesOf(new)
 	for _, r := range aggs {

@@ -142,4 +142,9 @@ const (
 	// Denorm applied to it since the application last wrote it whole: with the watermark it
 	// bounds the records the target received itself.
 	FirstAttr = ReservedPrefix + "_wf"
+	// LastFirstAttr holds, on a watermarked target, the sequence number of the first record
+	// Denorm's last write applied: with the watermark before and after it, which its stream
+	// record shows, it tells a write that applied only records after a replaced image's
+	// watermark from one that applied records on both sides of it.
+	LastFirstAttr = ReservedPrefix + "_wl"
 )
