@@ -40,23 +40,11 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 	rep, repSeq, repRec := replacement(t)
 	var expect *string                // the watermark the target must hold ("" absent); nil: any below minSeq
 	var adjust map[string]plan.Number // per attribute, taken out of the restore
-	readNote := ""
 	if rep != nil {
-		if rep.Since == nil || !rep.Since.Done {
-			// The records of Denorm's writes after the application's write follow its
-			// record in the stream: the batch did not show them to their end, so read on.
-			var s *plan.Since
-			at := repSeq
-			if rep.At != "" {
-				at = rep.At // after the INSERT of a delete and re-put
-			}
-			if s, readNote = r.readOn(t, rep, at); s != nil && (s.Done || s.N != rep.NewN) {
-				rep.Since = s
-			}
-		}
 		if rep.Since != nil && rep.Since.Done {
-			// Known to its end: what repeated is known whatever the item holds now (another
-			// incarnation of the target, even).
+			// The batch shows the chain of Denorm's writes after the application's to its
+			// end: what repeated is known whatever the item holds now (another incarnation
+			// of the target, even).
 			adjust = rep.Since.Repeats
 			if len(adjust) > 0 {
 				r.count(func(s *Stats) { s.Compensated++ })
@@ -65,6 +53,7 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 			expect = &rep.NewWM
 		}
 	}
+	readOn := false // the stream was read for this restore
 	if t.Await >= 0 && firstRec(t, "") == t.Await {
 		// A delete of the target ends the batch: an INSERT of it (the application putting
 		// it back) makes it a replacement, which needs both records in one batch.
@@ -73,24 +62,30 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 	}
 	// A delete of the target the batch holds no re-put of: what Denorm applied again onto
 	// the item put back since, from the stream.
+	// Its restore first expects the item put back untouched by Denorm (no write count), or
+	// missing; only when Denorm wrote it is the stream read.
 	var removed *plan.Entry
-	removedSince := func(e *plan.Entry) bool {
-		s := r.readOnRemoval(t, e)
+	fresh := false
+	if rep == nil {
+		if e := lastRemoval(t); e != nil && e.Covers != "" {
+			removed, fresh = e, true
+		}
+	}
+	removedSince := func() bool {
+		s := r.readOnRemoval(t, removed)
 		if s == nil {
 			return false
 		}
-		removed, adjust, expect = e, s.Repeats, nil
+		adjust, expect, fresh = s.Repeats, nil, false
 		if !s.Done {
 			// The stream shows no more writes of Denorm's yet: the item must agree.
 			w := s.WM
 			expect = &w
 		}
-		return true
-	}
-	if rep == nil {
-		if e := lastRemoval(t); e != nil && e.Covers != "" && removedSince(e) && len(adjust) > 0 {
+		if len(adjust) > 0 {
 			r.count(func(s *Stats) { s.Compensated++ })
 		}
+		return true
 	}
 	for attempt := 0; attempt < 5; attempt++ {
 		raw, minSeq, maxSeq, _ := t.Sum(wm)
@@ -102,7 +97,7 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 			rep, expect, adjust = nil, nil, nil // the restore itself is applied already
 		}
 		if removed != nil && record.CompareSeq(removed.Seq, minSeq) < 0 {
-			removed, adjust, expect = nil, nil, nil
+			removed, adjust, expect, fresh = nil, nil, nil, false
 		}
 		attrs := mergeAttrs(raw)
 		for i := range attrs {
@@ -119,7 +114,7 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 		}
 		// Until it is found missing, the target must exist; a zero net never creates it.
 		err := r.updateCounters(r.x.key(t.Target), "updating counters on "+t.Target.PK+" "+t.Target.SK,
-			attrs, minSeq, maxSeq, !create || zero, expect)
+			attrs, minSeq, maxSeq, !create || zero, expect, fresh)
 		cf, ok := isCondFailed(err)
 		if !ok {
 			return rec, err
@@ -142,9 +137,9 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 			wm = cur.Value
 			continue
 		}
-		if rep == nil && removed != nil && expect != nil {
-			// Denorm wrote the item put back since the stream was read: read again.
-			if attempt < 3 && removedSince(removed) {
+		if rep == nil && removed != nil && (fresh || expect != nil) {
+			// Denorm wrote the item put back (since the stream was read): read it.
+			if attempt < 3 && removedSince() {
 				continue
 			}
 			r.x.opt.Logger.Warn("restore of a deleted counter target: the item put back since changed while the stream was read; verify this target",
@@ -159,8 +154,27 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 		// Denorm wrote the replaced target before this restore: find what it applied again.
 		var why string
 		adjust, why = r.compensation(t, rep, cf.Item)
-		if why != "" && readNote != "" {
-			why += " (" + readNote + ")"
+		if why != "" && !readOn {
+			// The records of those writes follow the application's record in the stream:
+			// the batch did not show them to their end, so read on.
+			readOn = true
+			at := repSeq
+			if rep.At != "" {
+				at = rep.At // after the INSERT of a delete and re-put
+			}
+			s, note := r.readOn(t, rep, at)
+			if s != nil && (s.Done || s.N != rep.NewN) {
+				rep.Since = s
+				if s.Done {
+					adjust, expect = s.Repeats, nil
+					r.count(func(s *Stats) { s.Compensated++ })
+					continue
+				}
+				adjust, why = r.compensation(t, rep, cf.Item)
+			}
+			if why != "" && note != "" {
+				why += " (" + note + ")"
+			}
 		}
 		if why != "" {
 			// The records of those writes follow the application's record in the stream.
@@ -222,17 +236,35 @@ func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string) (*
 	if r.x.opt.Stream == nil || rep.Source == "" || rep.OldWM == "" {
 		return nil, ""
 	}
-	spec := r.x.set.Table
+	since, straddle, writes, read, err := r.followStream(t, rep.Source, seq, func(*record.Change) (*plan.Replacement, bool) { return rep, false })
+	switch {
+	case err != nil:
+		return nil, fmt.Sprintf("reading on in the stream: %v", err)
+	case straddle:
+		return nil, fmt.Sprintf("read on %d records: one of Denorm's writes of it straddles the old watermark", read)
+	case since == nil:
+		return nil, fmt.Sprintf("read on %d records: no write of it", read)
+	}
+	return since, fmt.Sprintf("read on %d records: %d writes of it", read, writes)
+}
+
+// followStream reads on in the stream after seq for the records of t's target: start gives,
+// at the first of them, the replacement the chain follows (nil: stop, none) and whether
+// that record only starts it; then the chain of Denorm's writes (plan.Replacement.Follow)
+// runs until it is settled.
+func (r *run) followStream(t *plan.TargetDeltas, source, seq string, start func(*record.Change) (*plan.Replacement, bool)) (since *plan.Since, straddle bool, writes, read int, err error) {
 	p := plan.New(r.x.set)
-	var writes []*plan.OwnWrite
-	var since *plan.Since
-	read, straddle := 0, false
-	err := r.x.opt.Stream.After(r.ctx, rep.Source, seq, r.keyOf(t.Target), func(c *record.Change) bool {
+	var rep *plan.Replacement
+	var chain []*plan.OwnWrite
+	err = r.x.opt.Stream.After(r.ctx, source, seq, r.keyOf(t.Target), func(c *record.Change) bool {
 		read++
-		pk, _ := c.Keys[spec.PartitionKey].(*types.AttributeValueMemberS)
-		sk, _ := c.Keys[spec.SortKey].(*types.AttributeValueMemberS)
-		if pk == nil || pk.Value != t.Target.PK || (sk != nil && sk.Value != t.Target.SK) {
-			return true
+		if rep == nil {
+			var only bool
+			if rep, only = start(c); rep == nil {
+				return false
+			} else if only {
+				return true // the chain starts after this record
+			}
 		}
 		rp, err := p.Plan(c)
 		if err != nil {
@@ -242,20 +274,12 @@ func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string) (*
 		if !ok {
 			return true
 		}
-		writes = append(writes, w)
-		since, straddle = rep.Follow(writes)
+		chain = append(chain, w)
+		since, straddle = rep.Follow(chain)
 		return since != nil && !since.Done
 	})
 	r.count(func(s *Stats) { s.StreamFollows++; s.StreamFollowRecords += read })
-	switch {
-	case err != nil:
-		return nil, fmt.Sprintf("reading on in the stream: %v", err)
-	case straddle:
-		return nil, fmt.Sprintf("read on %d records: one of Denorm's writes of it straddles the old watermark", read)
-	case since == nil:
-		return nil, fmt.Sprintf("read on %d records: no write of it", read)
-	}
-	return since, fmt.Sprintf("read on %d records: %d writes of it", read, len(writes))
+	return since, straddle, len(chain), read, err
 }
 
 // lastRemoval is the group's last delete of the target itself that no INSERT of the batch
@@ -279,44 +303,14 @@ func (r *run) readOnRemoval(t *plan.TargetDeltas, e *plan.Entry) *plan.Since {
 	if r.x.opt.Stream == nil || e.Source == "" {
 		return nil
 	}
-	spec := r.x.set.Table
-	p := plan.New(r.x.set)
-	var rep *plan.Replacement
-	var writes []*plan.OwnWrite
-	var since *plan.Since
-	read := 0
-	err := r.x.opt.Stream.After(r.ctx, e.Source, e.Seq, r.keyOf(t.Target), func(c *record.Change) bool {
-		read++
-		pk, _ := c.Keys[spec.PartitionKey].(*types.AttributeValueMemberS)
-		sk, _ := c.Keys[spec.SortKey].(*types.AttributeValueMemberS)
-		if pk == nil || pk.Value != t.Target.PK || (sk != nil && sk.Value != t.Target.SK) {
-			return true
+	since, _, writes, _, err := r.followStream(t, e.Source, e.Seq, func(c *record.Change) (*plan.Replacement, bool) {
+		if c.Op != record.Insert {
+			return nil, false // not put back (yet)
 		}
-		if rep == nil {
-			if c.Op != record.Insert {
-				return false
-			}
-			n, _ := plan.WritesOf(c.New)
-			rep = &plan.Replacement{OldWM: e.Covers, NewWM: record.SeqOf(c.New[rules.WatermarkAttr]), NewN: n}
-			return true
-		}
-		rp, err := p.Plan(c)
-		if err != nil {
-			return true
-		}
-		w, ok := rp.WriteOf(t.Target)
-		if !ok {
-			return true
-		}
-		writes = append(writes, w)
-		since, _ = rep.Follow(writes)
-		return since != nil && !since.Done
+		n, _ := plan.WritesOf(c.New)
+		return &plan.Replacement{OldWM: e.Covers, NewWM: record.SeqOf(c.New[rules.WatermarkAttr]), NewN: n}, true
 	})
-	r.count(func(s *Stats) { s.StreamFollows++; s.StreamFollowRecords += read })
-	if err != nil || rep == nil {
-		return nil
-	}
-	if since == nil && len(writes) == 0 {
+	if err != nil || (since == nil && writes == 0) {
 		return nil // put back, and nothing of Denorm's on it yet that the stream shows
 	}
 	return since
@@ -391,7 +385,7 @@ func (r *run) ambiguous(t *plan.TargetDeltas, rep *plan.Replacement, cur, why st
 // sequence number applied since the item was written by the application, which a later
 // restore or fold needs, and adds one to the write count, which tells this write from the
 // application's in the stream.
-func (r *run) updateCounters(key map[string]types.AttributeValue, what string, attrs []plan.AttrAmount, minSeq, maxSeq string, needExists bool, expect *string) error {
+func (r *run) updateCounters(key map[string]types.AttributeValue, what string, attrs []plan.AttrAmount, minSeq, maxSeq string, needExists bool, expect *string, fresh bool) error {
 	x := r.x
 	var ub expression.UpdateBuilder
 	for _, a := range attrs {
@@ -416,6 +410,9 @@ func (r *run) updateCounters(key map[string]types.AttributeValue, what string, a
 	}
 	if needExists {
 		cond = cond.And(exists(x.set.Table.PartitionKey))
+	}
+	if fresh {
+		cond = cond.And(expression.AttributeNotExists(expression.Name(rules.WritesAttr)))
 	}
 	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
 	if err != nil {
