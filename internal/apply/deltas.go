@@ -33,7 +33,8 @@ const MarkerPrefix = rules.ReservedPrefix + "#m#"
 // the target to be as the application left it. If Denorm wrote it since, those writes
 // applied records before the replacement again (a batch redelivered after the application's
 // write, its watermark gone): the ones the old watermark covers were counted already, and
-// the restore takes them back out (compensate).
+// the restore takes them back out (compensation), learning which from the records of those
+// writes in the batch or, when the batch does not settle it, read on in the stream (readOn).
 func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 	wm := ""
 	create := false // the target is missing and a delta creates it
@@ -60,10 +61,9 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 		r.count(func(s *Stats) { s.RestoresDeferred++ })
 		return t.Await, errRestoreDeferred
 	}
-	// A delete of the target the batch holds no re-put of: what Denorm applied again onto
-	// the item put back since, from the stream.
-	// Its restore first expects the item put back untouched by Denorm (no write count), or
-	// missing; only when Denorm wrote it is the stream read.
+	// A delete of the target the batch holds no re-put of: its restore first expects the
+	// item put back untouched by Denorm (no write count), or missing; only when Denorm wrote
+	// it is the stream read for what that applied again (readOnRemoval).
 	var removed *plan.Entry
 	fresh := false
 	if rep == nil {
