@@ -145,7 +145,7 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 			r.x.opt.Logger.Warn("restore of a deleted counter target: the item put back since changed while the stream was read; verify this target",
 				"pk", t.Target.PK, "sk", t.Target.SK, "watermark", record.SeqOf(cf.Item[WatermarkAttr]))
 			r.count(func(s *Stats) { s.AmbiguousRestores++ })
-			removed, adjust, expect = nil, nil, nil
+			removed, adjust, expect, fresh = nil, nil, nil, false
 			continue
 		}
 		if rep == nil || expect == nil {
@@ -303,15 +303,22 @@ func (r *run) readOnRemoval(t *plan.TargetDeltas, e *plan.Entry) *plan.Since {
 	if r.x.opt.Stream == nil || e.Source == "" {
 		return nil
 	}
+	var put *plan.Replacement
 	since, _, writes, _, err := r.followStream(t, e.Source, e.Seq, func(c *record.Change) (*plan.Replacement, bool) {
 		if c.Op != record.Insert {
 			return nil, false // not put back (yet)
 		}
 		n, _ := plan.WritesOf(c.New)
-		return &plan.Replacement{OldWM: e.Covers, NewWM: record.SeqOf(c.New[rules.WatermarkAttr]), NewN: n}, true
+		put = &plan.Replacement{OldWM: e.Covers, NewWM: record.SeqOf(c.New[rules.WatermarkAttr]), NewN: n}
+		return put, true
 	})
-	if err != nil || (since == nil && writes == 0) {
-		return nil // put back, and nothing of Denorm's on it yet that the stream shows
+	if err != nil || put == nil {
+		return nil
+	}
+	if since == nil && writes == 0 {
+		// Put back (with Denorm's attributes as the application read them), and nothing of
+		// Denorm's on it yet that the stream shows: nothing repeated, if the item agrees.
+		return &plan.Since{N: put.NewN, WM: put.NewWM, Repeats: map[string]plan.Number{}}
 	}
 	return since
 }
