@@ -73,7 +73,7 @@ start() {
   local port=${DENORM_DYNAMODB_PORT:-$(free_port)}
   local jd; jd=$(jar_dir)
   local log="$STATE/$port.log"
-  # A database file rather than -inMemory, so StreamIndex.java can add the index DynamoDB
+  # A database file rather than -inMemory, so StreamIndex.java can add the indexes DynamoDB
   # Local's stream table lacks (without it every write slows down as stream records pile up).
   local db; db=$(db_root)/denorm-dynamodb-local.$port
   rm -rf "$db" && mkdir -p "$db"
@@ -98,7 +98,7 @@ start() {
   die "DynamoDB Local did not answer on $url within 30 s: $(tail -5 "$log")"
 }
 
-# index adds the stream index (scripts/StreamIndex.java). Without it the emulator still works,
+# index adds the stream indexes (scripts/StreamIndex.java). Without it the emulator still works,
 # only slower as a run goes on: say so, and go on.
 index() {
   local out
