@@ -29,92 +29,37 @@ const MarkerPrefix = rules.ReservedPrefix + "#m#"
 // left out. A missing target gets its create-rule deltas (which create it, the rest with
 // them) or, when none would create it, has the deltas parked until it appears.
 //
-// A group that restores a target the application replaced (Entry.Replaced) first expects
-// the target to be as the application left it. If Denorm wrote it since, those writes
-// applied records before the replacement again (a batch redelivered after the application's
-// write, its watermark gone): the ones the old watermark covers were counted already, and
-// the restore takes them back out (compensation), learning which from the records of those
-// writes in the batch or, when the batch does not settle it, read on in the stream (readOn).
+// A group that restores a target the application wrote (a replacement, or a delete) puts
+// the restore's condition on the update and takes out of its deltas what Denorm's writes
+// since applied again (restore.go).
 func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
-	wm := ""
-	create := false // the target is missing and a delta creates it
-	rep, repSeq, repRec := replacement(t)
-	var expect *string                // the watermark the target must hold ("" absent); nil: any below minSeq
-	var adjust map[string]plan.Number // per attribute, taken out of the restore
-	if rep != nil {
-		if rep.Since != nil && rep.Since.Done {
-			// The batch shows the chain of Denorm's writes after the application's to its
-			// end: what repeated is known whatever the item holds now (another incarnation
-			// of the target, even).
-			adjust = rep.Since.Repeats
-			if len(adjust) > 0 {
-				r.count(func(s *Stats) { s.Compensated++ })
-			}
-		} else {
-			expect = &rep.NewWM
-		}
-	}
-	readOn := false // the stream was read for this restore
 	if t.Await >= 0 && firstRec(t, "") == t.Await {
 		// A delete of the target ends the batch: an INSERT of it (the application putting
 		// it back) makes it a replacement, which needs both records in one batch.
 		r.count(func(s *Stats) { s.RestoresDeferred++ })
 		return t.Await, errRestoreDeferred
 	}
-	// A delete of the target the batch holds no re-put of: its restore first expects the
-	// item put back untouched by Denorm (no write count), or missing; only when Denorm wrote
-	// it is the stream read for what that applied again (readOnRemoval).
-	var removed *plan.Entry
-	fresh := false
-	if rep == nil {
-		if e := lastRemoval(t); e != nil && e.Covers != "" {
-			removed, fresh = e, true
-		}
-	}
-	removedSince := func() bool {
-		s := r.readOnRemoval(t, removed)
-		if s == nil {
-			return false
-		}
-		adjust, expect, fresh = s.Repeats, nil, false
-		if !s.Done {
-			// The stream shows no more writes of Denorm's yet: the item must agree.
-			w := s.WM
-			expect = &w
-		}
-		if len(adjust) > 0 {
-			r.count(func(s *Stats) { s.Compensated++ })
-		}
-		return true
-	}
+	rs := r.newRestore(t)
+	wm := ""
+	create := false // the target is missing and a delta creates it
 	for attempt := 0; attempt < 5; attempt++ {
 		raw, minSeq, maxSeq, _ := t.Sum(wm)
 		rec := firstRec(t, wm)
 		if maxSeq == "" || len(raw) == 0 {
 			return -1, nil // every record is at or below the watermark
 		}
-		if rep != nil && record.CompareSeq(repSeq, minSeq) < 0 {
-			rep, expect, adjust = nil, nil, nil // the restore itself is applied already
-		}
-		if removed != nil && record.CompareSeq(removed.Seq, minSeq) < 0 {
-			removed, adjust, expect, fresh = nil, nil, nil, false
-		}
-		attrs := mergeAttrs(raw)
-		for i := range attrs {
-			if d, ok := adjust[attrs[i].Attribute]; ok {
-				attrs[i].Amount = attrs[i].Amount.Sub(d)
-			}
-		}
+		rs.appliedBelow(minSeq)
+		attrs := rs.takeOut(mergeAttrs(raw))
 		zero := allZero(attrs)
 		// A create rule's target is written as it may be missing: a time bucket is missing
 		// before its first source, and asking first cost a refused write (1 WCU) per new
 		// bucket. A restore expects the target the application left, so it asks first.
-		if !create && rep == nil && anyCreate(raw) {
+		if !create && rs.rep == nil && anyCreate(raw) {
 			create = true
 		}
 		// Until it is found missing, the target must exist; a zero net never creates it.
 		err := r.updateCounters(r.x.key(t.Target), "updating counters on "+t.Target.PK+" "+t.Target.SK,
-			attrs, minSeq, maxSeq, !create || zero, expect, fresh)
+			attrs, minSeq, maxSeq, !create || zero, rs.expect, rs.fresh)
 		cf, ok := isCondFailed(err)
 		if !ok {
 			return rec, err
@@ -137,253 +82,18 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 			wm = cur.Value
 			continue
 		}
-		if rep == nil && removed != nil && (fresh || expect != nil) {
-			// Denorm wrote the item put back (since the stream was read): read it.
-			if attempt < 3 && removedSince() {
-				continue
+		switch {
+		case rs.removalPending():
+			r.settleRemoval(rs, cf.Item, attempt)
+		case rs.rep != nil && rs.expect != nil:
+			if err := r.settleReplacement(rs, cf.Item, firstRec(t, wm)); err != nil {
+				return rs.repRec, err
 			}
-			r.x.opt.Logger.Warn("restore of a deleted counter target: the item put back since changed while the stream was read; verify this target",
-				"pk", t.Target.PK, "sk", t.Target.SK, "watermark", record.SeqOf(cf.Item[WatermarkAttr]))
-			r.count(func(s *Stats) { s.AmbiguousRestores++ })
-			removed, adjust, expect, fresh = nil, nil, nil, false
-			continue
-		}
-		if rep == nil || expect == nil {
+		default:
 			return rec, fmt.Errorf("counter update on %s %s failed its condition with watermark %v below %s", t.Target.PK, t.Target.SK, cur, minSeq)
 		}
-		// Denorm wrote the replaced target before this restore: find what it applied again.
-		var why string
-		adjust, why = r.compensation(t, rep, cf.Item)
-		if why != "" && !readOn {
-			// The records of those writes follow the application's record in the stream:
-			// the batch did not show them to their end, so read on.
-			readOn = true
-			at := repSeq
-			if rep.At != "" {
-				at = rep.At // after the INSERT of a delete and re-put
-			}
-			s, note := r.readOn(t, rep, at)
-			if s != nil && (s.Done || s.N != rep.NewN) {
-				rep.Since = s
-				if s.Done {
-					adjust, expect = s.Repeats, nil
-					r.count(func(s *Stats) { s.Compensated++ })
-					continue
-				}
-				adjust, why = r.compensation(t, rep, cf.Item)
-			}
-			if why != "" && note != "" {
-				why += " (" + note + ")"
-			}
-		}
-		if why != "" {
-			// The records of those writes follow the application's record in the stream.
-			// When it is not the first record of its batch, it fails alone and comes again
-			// first in a batch that reaches further: with them, if they are near. Once first,
-			// it is never deferred again, so a shard waits at most one delivery for it.
-			if repRec > 0 && firstRec(t, wm) == repRec {
-				r.count(func(s *Stats) { s.RestoresDeferred++ })
-				return repRec, errRestoreDeferred
-			}
-			r.ambiguous(t, rep, record.SeqOf(cf.Item[WatermarkAttr]), why)
-		}
-		now := ""
-		if cur != nil {
-			now = cur.Value
-		}
-		expect = &now
 	}
 	return firstRec(t, wm), fmt.Errorf("counter update on %s %s: watermark kept moving", t.Target.PK, t.Target.SK)
-}
-
-// replacement returns the group's last restore of an application's write: the target
-// should be as that write left it. (Earlier ones in the group are covered by it: their
-// records are in the image it brings back, or were applied before it.)
-func replacement(t *plan.TargetDeltas) (*plan.Replacement, string, int) {
-	var rep *plan.Replacement
-	seq, rec := "", -1
-	for _, e := range t.Entries {
-		if e.Replaced != nil {
-			rep, seq, rec = e.Replaced, e.Seq, e.Rec
-		}
-	}
-	return rep, seq, rec
-}
-
-// StreamReader reads on in a stream from one of its records (streamfollow.Reader): each is
-// called with every later record of the record's partition whose keys hold key (attribute
-// name to string value), in order, until it returns false or the stream has nothing more
-// for now.
-type StreamReader interface {
-	After(ctx context.Context, streamARN, seq string, key map[string]string, each func(*record.Change) bool) error
-}
-
-// keyOf is target's key as StreamReader.After filters by it.
-func (r *run) keyOf(k plan.Key) map[string]string {
-	spec := r.x.set.Table
-	out := map[string]string{spec.PartitionKey: k.PK}
-	if spec.SortKey != "" {
-		out[spec.SortKey] = k.SK
-	}
-	return out
-}
-
-// readOn follows Denorm's own writes of t's target after the application's record at seq
-// in the stream itself, when the batch did not hold them: what they applied again, or nil
-// when no reader is configured, the record is gone, or no write of Denorm's followed; and
-// what the read found, for the warning of a restore it does not settle.
-func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string) (*plan.Since, string) {
-	if r.x.opt.Stream == nil || rep.Source == "" || rep.OldWM == "" {
-		return nil, ""
-	}
-	since, straddle, writes, read, err := r.followStream(t, rep.Source, seq, func(*record.Change) (*plan.Replacement, bool) { return rep, false })
-	switch {
-	case err != nil:
-		return nil, fmt.Sprintf("reading on in the stream: %v", err)
-	case straddle:
-		return nil, fmt.Sprintf("read on %d records: one of Denorm's writes of it straddles the old watermark", read)
-	case since == nil:
-		return nil, fmt.Sprintf("read on %d records: no write of it", read)
-	}
-	return since, fmt.Sprintf("read on %d records: %d writes of it", read, writes)
-}
-
-// followStream reads on in the stream after seq for the records of t's target: start gives,
-// at the first of them, the replacement the chain follows (nil: stop, none) and whether
-// that record only starts it; then the chain of Denorm's writes (plan.Replacement.Follow)
-// runs until it is settled.
-func (r *run) followStream(t *plan.TargetDeltas, source, seq string, start func(*record.Change) (*plan.Replacement, bool)) (since *plan.Since, straddle bool, writes, read int, err error) {
-	p := plan.New(r.x.set)
-	var rep *plan.Replacement
-	var chain []*plan.OwnWrite
-	err = r.x.opt.Stream.After(r.ctx, source, seq, r.keyOf(t.Target), func(c *record.Change) bool {
-		read++
-		if rep == nil {
-			var only bool
-			if rep, only = start(c); rep == nil {
-				return false
-			} else if only {
-				return true // the chain starts after this record
-			}
-		}
-		rp, err := p.Plan(c)
-		if err != nil {
-			return true
-		}
-		w, ok := rp.WriteOf(t.Target)
-		if !ok {
-			return true
-		}
-		chain = append(chain, w)
-		since, straddle = rep.Follow(chain)
-		return since != nil && !since.Done
-	})
-	r.count(func(s *Stats) { s.StreamFollows++; s.StreamFollowRecords += read })
-	return since, straddle, len(chain), read, err
-}
-
-// lastRemoval is the group's last delete of the target itself that no INSERT of the batch
-// made a replacement (nil for none).
-func lastRemoval(t *plan.TargetDeltas) *plan.Entry {
-	var out *plan.Entry
-	for i := range t.Entries {
-		if t.Entries[i].Removal {
-			out = &t.Entries[i]
-		}
-	}
-	return out
-}
-
-// readOnRemoval reads on in the stream after a delete of t's target whose batch ended
-// before the target was put back: when the next record of the target is its INSERT, the
-// chain of Denorm's writes of the new item after it says what they applied again of the
-// records the deleted image holds (up to e.Covers), which the delete's restore brings back
-// too. Nil when there is no reader, no INSERT yet, or the chain is not settled.
-func (r *run) readOnRemoval(t *plan.TargetDeltas, e *plan.Entry) *plan.Since {
-	if r.x.opt.Stream == nil || e.Source == "" {
-		return nil
-	}
-	var put *plan.Replacement
-	since, _, writes, _, err := r.followStream(t, e.Source, e.Seq, func(c *record.Change) (*plan.Replacement, bool) {
-		if c.Op != record.Insert {
-			return nil, false // not put back (yet)
-		}
-		n, _ := plan.WritesOf(c.New)
-		put = &plan.Replacement{OldWM: e.Covers, NewWM: record.SeqOf(c.New[rules.WatermarkAttr]), NewN: n}
-		return put, true
-	})
-	if err != nil || put == nil {
-		return nil
-	}
-	if since == nil && writes == 0 {
-		// Put back (with Denorm's attributes as the application read them), and nothing of
-		// Denorm's on it yet that the stream shows: nothing repeated, if the item agrees.
-		return &plan.Since{N: put.NewN, WM: put.NewWM, Repeats: map[string]plan.Number{}}
-	}
-	return since
-}
-
-// errRestoreDeferred: a restore that cannot yet tell which of Denorm's writes since the
-// application's write repeated records waits for a batch that holds their records.
-var errRestoreDeferred = errors.New("restore of a replaced counter target deferred: it comes again first in a batch that holds the records after it")
-
-// compensation is what Denorm's writes since the application's replacement applied again,
-// per attribute: those writes applied the records from the first one after the
-// replacement (`_dn_wf` when the write dropped the watermark, else just above the watermark
-// it left) up to the current watermark. The old watermark covers records that were counted
-// before the replacement. All of them covered: everything they added is taken out. None:
-// nothing is. Some (the writes straddle the old watermark): which ones cannot be told, and
-// why says so; nothing is taken out.
-func (r *run) compensation(t *plan.TargetDeltas, rep *plan.Replacement, item map[string]types.AttributeValue) (adjust map[string]plan.Number, why string) {
-	cur := record.SeqOf(item[WatermarkAttr])
-	if s := rep.Since; s != nil {
-		// The batch holds the records of Denorm's writes since: exact when they are all
-		// of them, or when the last of them is past the old watermark (any later write
-		// applied only records after it).
-		n, _ := plan.WritesOf(item)
-		if n == s.N || (n > s.N && record.CompareSeq(s.WM, rep.OldWM) >= 0) {
-			r.count(func(st *Stats) { st.Compensated++ })
-			return s.Repeats, ""
-		}
-	}
-	from := rep.NewWM // exclusive
-	if from == "" {
-		from = record.SeqOf(item[rules.FirstAttr]) // inclusive
-		if from != "" && rep.OldWM != "" && record.CompareSeq(from, rep.OldWM) > 0 {
-			return nil, "" // every record since is new
-		}
-	} else if rep.OldWM != "" && record.CompareSeq(from, rep.OldWM) >= 0 {
-		return nil, ""
-	}
-	switch {
-	case rep.OldWM == "" && rep.NewWM == "":
-		return nil, "" // nothing was counted before the replacement
-	case rep.OldWM == "":
-		// A watermark written onto an item that had none (read from it before a delete):
-		// records of the item before the delete that Denorm applied since cannot be told
-		// from new ones.
-		return nil, "the application wrote a watermark read earlier onto an item that had none"
-	case cur != "" && record.CompareSeq(cur, rep.OldWM) > 0:
-		return nil, "Denorm's writes since the replacement straddle its old watermark"
-	}
-	out := map[string]plan.Number{}
-	for _, e := range t.Entries {
-		if e.Replaced == nil {
-			continue
-		}
-		a := e.Rule.Agg.Attribute
-		out[a] = plan.NumberOf(item[a]).Sub(e.Replaced.New)
-	}
-	r.count(func(s *Stats) { s.Compensated++ })
-	return out, ""
-}
-
-// ambiguous counts and logs a restore that cannot tell which of Denorm's writes since the
-// application's write were repeats: it takes nothing out, and the target is left to verify.
-func (r *run) ambiguous(t *plan.TargetDeltas, rep *plan.Replacement, cur, why string) {
-	r.count(func(s *Stats) { s.AmbiguousRestores++ })
-	r.x.opt.Logger.Warn("restore of a replaced counter target: "+why+"; verify this target",
-		"pk", t.Target.PK, "sk", t.Target.SK, "oldWatermark", rep.OldWM, "writtenBack", rep.NewWM, "watermark", cur)
 }
 
 // updateCounters ADDs attrs to the target at key and advances its watermark to maxSeq, on
