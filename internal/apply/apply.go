@@ -53,6 +53,12 @@ type Options struct {
 	// application's write repeated records read on in the stream for their records
 	// (streamfollow.New of a DynamoDB Streams client); without it, it waits one delivery.
 	Stream StreamReader
+	// ReadOnBudget bounds the time one such read takes (default 20 s), and it never takes
+	// more than half the time left before DeadlineMargin, so the writes after it still fit.
+	// A read that reaches it leaves the restore ambiguous: logged, counted, left to verify;
+	// one cut short by an invocation already mostly spent fails its record on the deadline
+	// (readOnContext).
+	ReadOnBudget time.Duration
 	// MaxBackoff caps one retry delay (default 2 s).
 	MaxBackoff time.Duration
 	Logger     *slog.Logger
@@ -81,6 +87,9 @@ func (o *Options) defaults() {
 	}
 	if o.PullReads == "" {
 		o.PullReads = PullReadsAuto
+	}
+	if o.ReadOnBudget <= 0 {
+		o.ReadOnBudget = 20 * time.Second
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 2 * time.Second
@@ -121,7 +130,7 @@ type Result struct {
 // others, since re-applying a group is a no-op (versions, watermarks, markers); the result
 // names the earliest record left unapplied so the stream resumes there.
 func (x *Executor) Apply(ctx context.Context, b *plan.Batch) Result {
-	r := &run{x: x, ctx: ctx, failed: -1}
+	r := &run{x: x, ctx: ctx, failed: -1, start: time.Now()}
 	r.readPulls = x.readPullTargets()
 	r.parallel(len(b.Writes), func(i int) (int, error) { return b.Writes[i].Rec, r.write(&b.Writes[i].Write) })
 	r.parallel(len(b.FanOuts), func(i int) (int, error) { return b.FanOuts[i].Rec, r.fanOut(&b.FanOuts[i].FanOut) })
@@ -144,6 +153,7 @@ func (x *Executor) Apply(ctx context.Context, b *plan.Batch) Result {
 type run struct {
 	x      *Executor
 	ctx    context.Context
+	start  time.Time // the batch's, for what a read on may take (readOnContext)
 	mu     sync.Mutex
 	failed int
 	err    error

@@ -84,10 +84,14 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 		}
 		switch {
 		case rs.removalPending():
-			r.settleRemoval(rs, cf.Item, attempt)
+			if err := r.settleRemoval(rs, cf.Item, attempt); err != nil {
+				return rec, err
+			}
 		case rs.rep != nil && rs.expect != nil:
-			if err := r.settleReplacement(rs, cf.Item, firstRec(t, wm)); err != nil {
-				return rs.repRec, err
+			// A deferred restore fails at the replacement, which is rec: it is deferred only
+			// when it is the group's first record still to apply.
+			if err := r.settleReplacement(rs, cf.Item, rec); err != nil {
+				return rec, err
 			}
 		default:
 			return rec, fmt.Errorf("counter update on %s %s failed its condition with watermark %v below %s", t.Target.PK, t.Target.SK, cur, minSeq)

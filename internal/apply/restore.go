@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -89,10 +90,14 @@ func (rs *restore) removalPending() bool {
 // settleRemoval follows a delete's restore refused because Denorm wrote the item put back
 // (since the stream was last read): it reads the stream for what those writes applied
 // again. After three reads, or when the stream does not settle it, the restore is given up,
-// logged and counted, and the deltas apply as they are.
-func (r *run) settleRemoval(rs *restore, item map[string]types.AttributeValue, attempt int) {
+// logged and counted, and the deltas apply as they are. Its error is ErrDeadline only.
+func (r *run) settleRemoval(rs *restore, item map[string]types.AttributeValue, attempt int) error {
 	if attempt < 3 {
-		if s := r.readOnRemoval(rs.t, rs.removed); s != nil {
+		s, err := r.readOnRemoval(rs.t, rs.removed)
+		if err != nil {
+			return err
+		}
+		if s != nil {
 			rs.adjust, rs.expect, rs.fresh = s.Repeats, nil, false
 			if !s.Done {
 				// The stream shows no more writes of Denorm's yet: the item must agree.
@@ -102,13 +107,14 @@ func (r *run) settleRemoval(rs *restore, item map[string]types.AttributeValue, a
 			if len(rs.adjust) > 0 {
 				r.count(func(s *Stats) { s.Compensated++ })
 			}
-			return
+			return nil
 		}
 	}
 	r.x.opt.Logger.Warn("restore of a deleted counter target: the item put back since changed while the stream was read; verify this target",
 		"pk", rs.t.Target.PK, "sk", rs.t.Target.SK, "watermark", record.SeqOf(item[WatermarkAttr]))
 	r.count(func(s *Stats) { s.AmbiguousRestores++ })
 	rs.removed, rs.adjust, rs.expect, rs.fresh = nil, nil, nil, false
+	return nil
 }
 
 // settleReplacement follows a replacement's restore refused because Denorm wrote the target
@@ -131,7 +137,10 @@ func (r *run) settleReplacement(rs *restore, item map[string]types.AttributeValu
 		if rep.At != "" {
 			at = rep.At // after the INSERT of a delete and re-put
 		}
-		s, note := r.readOn(t, rep, at)
+		s, note, err := r.readOn(t, rep, at)
+		if err != nil {
+			return err
+		}
 		if s != nil && (s.Done || s.N != rep.NewN) {
 			rep.Since = s
 			if s.Done {
@@ -176,7 +185,8 @@ func replacement(t *plan.TargetDeltas) (*plan.Replacement, string, int) {
 // name to string value), in order, until it returns false or the stream has nothing more
 // for now.
 type StreamReader interface {
-	After(ctx context.Context, streamARN, seq string, key map[string]string, each func(*record.Change) bool) error
+	// It returns how many records after seq it read, of every key.
+	After(ctx context.Context, streamARN, seq string, key map[string]string, each func(*record.Change) bool) (int, error)
 }
 
 // keyOf is target's key as StreamReader.After filters by it.
@@ -192,33 +202,37 @@ func (r *run) keyOf(k plan.Key) map[string]string {
 // readOn follows Denorm's own writes of t's target after the application's record at seq
 // in the stream itself, when the batch did not hold them: what they applied again, or nil
 // when no reader is configured, the record is gone, or no write of Denorm's followed; and
-// what the read found, for the warning of a restore it does not settle.
-func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string) (*plan.Since, string) {
+// what the read found, for the warning of a restore it does not settle. Its error is
+// ErrDeadline only: the invocation has no time left to read.
+func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string) (*plan.Since, string, error) {
 	if r.x.opt.Stream == nil || rep.Source == "" || rep.OldWM == "" {
-		return nil, ""
+		return nil, "", nil
 	}
 	since, straddle, writes, read, err := r.followStream(t, rep.Source, seq, func(*record.Change) (*plan.Replacement, bool) { return rep, false })
 	switch {
+	case errors.Is(err, ErrDeadline):
+		return nil, "", err
 	case err != nil:
-		return nil, fmt.Sprintf("reading on in the stream: %v", err)
+		return nil, fmt.Sprintf("reading on in the stream: %v", err), nil
 	case straddle:
-		return nil, fmt.Sprintf("read on %d records: one of Denorm's writes of it straddles the old watermark", read)
+		return nil, fmt.Sprintf("read on %d records: one of Denorm's writes of it straddles the old watermark", read), nil
 	case since == nil:
-		return nil, fmt.Sprintf("read on %d records: no write of it", read)
+		return nil, fmt.Sprintf("read on %d records: no write of it", read), nil
 	}
-	return since, fmt.Sprintf("read on %d records: %d writes of it", read, writes)
+	return since, fmt.Sprintf("read on %d records: %d writes of it", read, writes), nil
 }
 
 // followStream reads on in the stream after seq for the records of t's target: start gives,
 // at the first of them, the replacement the chain follows (nil: stop, none) and whether
 // that record only starts it; then the chain of Denorm's writes (plan.Replacement.Follow)
-// runs until it is settled.
+// runs until it is settled. read is how many records of the stream it went through; err
+// is ErrDeadline when the invocation's deadline cut the read short.
 func (r *run) followStream(t *plan.TargetDeltas, source, seq string, start func(*record.Change) (*plan.Replacement, bool)) (since *plan.Since, straddle bool, writes, read int, err error) {
 	p := plan.New(r.x.set)
 	var rep *plan.Replacement
 	var chain []*plan.OwnWrite
-	err = r.x.opt.Stream.After(r.ctx, source, seq, r.keyOf(t.Target), func(c *record.Change) bool {
-		read++
+	ctx, stop := r.readOnContext()
+	read, err = r.x.opt.Stream.After(ctx, source, seq, r.keyOf(t.Target), func(c *record.Change) bool {
 		if rep == nil {
 			var only bool
 			if rep, only = start(c); rep == nil {
@@ -239,8 +253,34 @@ func (r *run) followStream(t *plan.TargetDeltas, source, seq string, start func(
 		since, straddle = rep.Follow(chain)
 		return since != nil && !since.Done
 	})
+	err = stop(err)
 	r.count(func(s *Stats) { s.StreamFollows++; s.StreamFollowRecords += read })
 	return since, straddle, len(chain), read, err
+}
+
+// readOnContext bounds one read on in the stream: ReadOnBudget, and no more than half the
+// time left before the deadline margin, so the writes that follow it still fit. The
+// returned stop turns a read cut short because this invocation spent most of its time
+// before it (its budget under half what it would have first in an invocation) into
+// ErrDeadline: the record then fails and comes again first, with time for the read,
+// rather than being settled without what the read would show. A read that runs out of
+// what a fresh invocation gives it is not retried: that would fail the record for good.
+func (r *run) readOnContext() (ctx context.Context, stop func(err error) error) {
+	budget, cut := r.x.opt.ReadOnBudget, false
+	if dl, ok := r.ctx.Deadline(); ok {
+		half := func(from time.Time) time.Duration { return max(dl.Sub(from)-r.x.opt.DeadlineMargin, 0) / 2 }
+		fresh := min(budget, half(r.start))
+		budget = min(budget, half(time.Now()))
+		cut = budget < fresh/2
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, budget)
+	return ctx, func(err error) error {
+		cancel()
+		if err != nil && errors.Is(err, context.DeadlineExceeded) && (cut || r.ctx.Err() != nil) {
+			return fmt.Errorf("%w: %v", ErrDeadline, err)
+		}
+		return err
+	}
 }
 
 // lastRemoval is the group's last delete of the target itself that no INSERT of the batch
@@ -259,10 +299,11 @@ func lastRemoval(t *plan.TargetDeltas) *plan.Entry {
 // before the target was put back: when the next record of the target is its INSERT, the
 // chain of Denorm's writes of the new item after it says what they applied again of the
 // records the deleted image holds (up to e.Covers), which the delete's restore brings back
-// too. Nil when there is no reader, no INSERT yet, or the chain is not settled.
-func (r *run) readOnRemoval(t *plan.TargetDeltas, e *plan.Entry) *plan.Since {
+// too. Nil when there is no reader, no INSERT yet, or the chain is not settled. Its error
+// is ErrDeadline only, as readOn's.
+func (r *run) readOnRemoval(t *plan.TargetDeltas, e *plan.Entry) (*plan.Since, error) {
 	if r.x.opt.Stream == nil || e.Source == "" {
-		return nil
+		return nil, nil
 	}
 	var put *plan.Replacement
 	since, _, writes, _, err := r.followStream(t, e.Source, e.Seq, func(c *record.Change) (*plan.Replacement, bool) {
@@ -273,15 +314,18 @@ func (r *run) readOnRemoval(t *plan.TargetDeltas, e *plan.Entry) *plan.Since {
 		put = &plan.Replacement{OldWM: e.Covers, NewWM: record.SeqOf(c.New[rules.WatermarkAttr]), NewN: n}
 		return put, true
 	})
+	if errors.Is(err, ErrDeadline) {
+		return nil, err
+	}
 	if err != nil || put == nil {
-		return nil
+		return nil, nil
 	}
 	if since == nil && writes == 0 {
 		// Put back (with Denorm's attributes as the application read them), and nothing of
 		// Denorm's on it yet that the stream shows: nothing repeated, if the item agrees.
-		return &plan.Since{N: put.NewN, WM: put.NewWM, Repeats: map[string]plan.Number{}}
+		return &plan.Since{N: put.NewN, WM: put.NewWM, Repeats: map[string]plan.Number{}}, nil
 	}
-	return since
+	return since, nil
 }
 
 // errRestoreDeferred: a restore that cannot yet tell which of Denorm's writes since the

@@ -59,6 +59,7 @@ type FunctionStats struct {
 	// Restores of counter targets the application wrote: compensated, deferred once, read
 	// on in the stream, and ambiguous (the documented limit: logged, left to verify).
 	RestoresCompensated, RestoresDeferred, RestoresReadOn, AmbiguousRestores int64
+	RestoreRecordsRead                                                       int64 // read on in the stream by those restores
 }
 
 // Result is what a run did and found.
@@ -327,8 +328,8 @@ func (r *Result) WriteSummary(w io.Writer) {
 		in.Throttles, in.Conflicts, in.Crashes, in.LostWrites, in.Timeouts, in.TimedOut, in.LostResponses, in.TTLRecords, in.Poisoned)
 	if in.Application.Total() > 0 {
 		fmt.Fprintf(w, "application writes    %s; %d re-puts carried Denorm's attributes read earlier\n", in.Application, in.StaleDenorm)
-		fmt.Fprintf(w, "restores              %d compensated, %d deferred, %d read on in the stream, %d ambiguous (logged, left to verify)\n",
-			f.RestoresCompensated, f.RestoresDeferred, f.RestoresReadOn, f.AmbiguousRestores)
+		fmt.Fprintf(w, "restores              %d compensated, %d deferred, %d read on in the stream (%d records), %d ambiguous (logged, left to verify)\n",
+			f.RestoresCompensated, f.RestoresDeferred, f.RestoresReadOn, f.RestoreRecordsRead, f.AmbiguousRestores)
 	}
 	fmt.Fprintf(w, "failed invocations    %d (function errors and batch item failures)\n", mp.Failures)
 	fmt.Fprintf(w, "on-failure            %d records in %d files (%d poison records expected)\n", mp.OnFailure, len(r.Failures), r.PoisonExpected)
@@ -349,6 +350,7 @@ func (e *emfSink) Write(p []byte) (int, error) {
 	var line struct {
 		Records, Effects, Writes, DuplicatesSkipped, Retries, Failures, FanOutPages int64
 		RestoresCompensated, RestoresDeferred, RestoresReadOn, AmbiguousRestores    int64
+		RestoreRecordsRead                                                          int64
 		ConsumedWCU                                                                 float64
 	}
 	if json.Unmarshal(p, &line) == nil {
@@ -365,6 +367,7 @@ func (e *emfSink) Write(p []byte) (int, error) {
 		e.s.RestoresCompensated += line.RestoresCompensated
 		e.s.RestoresDeferred += line.RestoresDeferred
 		e.s.RestoresReadOn += line.RestoresReadOn
+		e.s.RestoreRecordsRead += line.RestoreRecordsRead
 		e.s.AmbiguousRestores += line.AmbiguousRestores
 		e.mu.Unlock()
 	}

@@ -42,6 +42,7 @@ func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFaile
 		{"AmbiguousRestores", "Count", o.Stats.AmbiguousRestores},
 		{"RestoresDeferred", "Count", o.Stats.RestoresDeferred},
 		{"RestoresReadOn", "Count", o.Stats.StreamFollows},
+		{"RestoreRecordsRead", "Count", o.Stats.StreamFollowRecords},
 		{"WritesRefused", "Count", o.Stats.RefusedTotal()},
 		{"PullWritesSkipped", "Count", o.Stats.PullsSkipped},
 		{"ExtremeRaises", "Count", o.Stats.ExtremeRaises},

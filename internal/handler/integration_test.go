@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -48,6 +49,7 @@ type env struct {
 	table  string
 	arn    string
 	reader *ddbtest.StreamReader
+	follow *streamfollow.Reader // a restore's read on, whatever the handler was given
 	set    *rules.Set
 	h      *handler.Handler
 	inv    lambda.Handler
@@ -69,10 +71,11 @@ func newEnvRules(t *testing.T, opt apply.Options, text string) *env {
 	name, desc := ddbtest.NewTable(t, db, set.Table)
 	e := &env{t: t, db: db, table: name, arn: aws.ToString(desc.LatestStreamArn), set: set}
 	e.reader = ddbtest.NewStreamReader(t, streams, e.arn)
+	e.follow = streamfollow.New(streams)
 	e.api = &faultyAPI{API: db}
 	switch opt.Stream.(type) {
 	case nil:
-		opt.Stream = streamfollow.New(streams)
+		opt.Stream = e.follow
 	case noStream:
 		opt.Stream = nil
 	}
@@ -87,8 +90,9 @@ type faultyAPI struct {
 	apply.API
 	failAfter int // fail every write once this many succeeded; < 0 disables
 	writes    int
-	conflicts int    // the next n transactions fail with TransactionConflict
-	failPK    string // UpdateItem on this partition key fails; "" for none
+	conflicts int           // the next n transactions fail with TransactionConflict
+	failPK    string        // UpdateItem on this partition key fails; "" for none
+	slow      time.Duration // each UpdateItem waits this long first
 	gets      atomic.Int64
 	queries   atomic.Int64 // Query requests (pages)
 }
@@ -120,6 +124,7 @@ func (f *faultyAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput
 	if err := f.gate(); err != nil {
 		return nil, err
 	}
+	time.Sleep(f.slow)
 	return f.API.UpdateItem(ctx, in, o...)
 }
 

@@ -1,18 +1,24 @@
 package handler_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/apply"
+	"github.com/denorm/denorm/internal/handler"
 	"github.com/denorm/denorm/internal/record"
 )
 
@@ -133,8 +139,8 @@ func (e *env) applicationRound(rng *rand.Rand, users, posts int) {
 // none).
 type noStream struct{}
 
-func (noStream) After(context.Context, string, string, map[string]string, func(*record.Change) bool) error {
-	return fmt.Errorf("no stream to read on in")
+func (noStream) After(context.Context, string, string, map[string]string, func(*record.Change) bool) (int, error) {
+	return 0, fmt.Errorf("no stream to read on in")
 }
 
 func (e *env) update(pk, sk, expr string, values map[string]types.AttributeValue) {
@@ -184,7 +190,7 @@ func TestRestoreCost(t *testing.T) {
 		if out.Stats.Requests != tc.writes {
 			t.Errorf("%s: %d write requests, want %d", tc.name, out.Stats.Requests, tc.writes)
 		}
-		t.Logf("%s: restored with %d write request(s), %.0f WCU; read on in the stream %d time(s) (%d records of the target)",
+		t.Logf("%s: restored with %d write request(s), %.0f WCU; read on in the stream %d time(s) (%d records read)",
 			tc.name, out.Stats.Requests, out.Stats.WCU, out.Stats.StreamFollows, out.Stats.StreamFollowRecords)
 		e.drain(100, e.lambdaLike) // the restore's own record: no write
 		e.check()
@@ -330,4 +336,92 @@ func TestRedeliveredAfterTheApplicationWroteTheTarget(t *testing.T) {
 			e.check()
 		})
 	}
+}
+
+// A restore's read on in the stream is bounded by time (ReadOnBudget), not records. The
+// case is "wiped, then a comment" of TestRedeliveredAfterTheApplicationWroteTheTarget,
+// which reads on when it has time:
+//
+//   - out of its own budget (a processor too far behind): the restore takes nothing out,
+//     counts itself ambiguous and says why in its warning, rather than holding the batch;
+//   - cut short by the invocation's deadline (a slow stream, and most of the invocation's
+//     time spent before the read): the record fails on the deadline, not ambiguous, and
+//     comes again with time to read, exactly once;
+//   - a function whose whole timeout is short: a fresh invocation's read is not cut short
+//     by it, so the record is not failed again and again: ambiguous, as out of its budget.
+func TestReadOnOutOfTime(t *testing.T) {
+	for _, tc := range []string{"own budget", "deadline", "short timeout"} {
+		t.Run(tc, func(t *testing.T) {
+			var logs bytes.Buffer
+			opt := apply.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
+			switch tc {
+			case "own budget":
+				opt.ReadOnBudget = time.Nanosecond
+			default:
+				opt.Stream = slowStream{}
+			}
+			e := newEnv(t, opt)
+			e.api.failAfter = -1
+			e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ada"})
+			e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+			comment := func(id string) {
+				e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#" + id, "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#" + id, "likes": "3", "status": "visible"})
+			}
+			comment("c0")
+			e.drain(100, e.lambdaLike)
+			comment("c1")
+			comment("c2")
+			batch := e.records()
+			e.lambdaLike(batch)
+			comment("c3")
+			beforeIt := e.records()
+			e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"}) // wiped
+			it := e.records()
+			e.lambdaLike(batch) // delivered again
+			e.lambdaLike(beforeIt)
+			ctx, cancel := context.Background(), context.CancelFunc(func() {})
+			switch tc {
+			case "deadline":
+				// The default margin and a second, 700 ms of it taken by the update before the read.
+				ctx, cancel = context.WithTimeout(ctx, 3*time.Second+time.Second)
+				e.api.slow = 700 * time.Millisecond
+			case "short timeout":
+				ctx, cancel = context.WithTimeout(ctx, 3*time.Second+400*time.Millisecond)
+			}
+			defer cancel()
+			out, err := e.h.Process(ctx, record.EncodeEvent(it))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc != "deadline" {
+				if out.Failed != "" || out.Stats.StreamFollows != 1 || out.Stats.AmbiguousRestores != 1 {
+					t.Errorf("failed at %q (%v), read on %d times, %d ambiguous restores; want applied, 1 and 1",
+						out.Failed, out.Reason, out.Stats.StreamFollows, out.Stats.AmbiguousRestores)
+				}
+				if tc == "own budget" && (!strings.Contains(logs.String(), "stopped after 0 records") || !strings.Contains(logs.String(), "POST#p1")) {
+					t.Errorf("no warning naming the target and the spent budget:\n%s", logs.String())
+				}
+				return
+			}
+			if out.Failed == "" || !errors.Is(out.Reason, apply.ErrDeadline) || out.Stats.AmbiguousRestores != 0 {
+				t.Fatalf("failed at %q (%v), %d ambiguous restores; want a failure on the deadline, none ambiguous",
+					out.Failed, out.Reason, out.Stats.AmbiguousRestores)
+			}
+			e.api.slow = 0
+			e.h = handler.New(e.set, apply.New(e.api, e.table, e.set, apply.Options{Stream: e.follow}), handler.Options{})
+			e.inv = lambda.NewHandler(e.h.Handle)
+			e.lambdaLike(it) // again, with time
+			e.drain(100, e.lambdaLike)
+			e.check()
+		})
+	}
+}
+
+// slowStream is a stream read on that does not end before its context: a processor far
+// behind, on a slow stream.
+type slowStream struct{}
+
+func (slowStream) After(ctx context.Context, _, _ string, _ map[string]string, _ func(*record.Change) bool) (int, error) {
+	<-ctx.Done()
+	return 0, ctx.Err()
 }

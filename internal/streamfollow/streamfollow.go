@@ -24,8 +24,10 @@ type API interface {
 	GetRecords(context.Context, *dynamodbstreams.GetRecordsInput, ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error)
 }
 
-// Reader follows streams through api. Limit bounds the records one After reads (default
-// 10,000): a restore that needs more gives up and says so.
+// Reader follows streams through api. How far one After reads is bounded by its context:
+// the caller gives it a deadline (apply gives a restore's read a time budget), and a read
+// that reaches it stops with an error saying how many records it read. Limit, when above
+// zero, bounds the records one After reads as well (tests).
 type Reader struct {
 	api   API
 	Limit int
@@ -34,7 +36,7 @@ type Reader struct {
 }
 
 // New returns a Reader of api.
-func New(api API) *Reader { return &Reader{api: api, Limit: 10000, known: map[string][]types.Shard{}} }
+func New(api API) *Reader { return &Reader{api: api, known: map[string][]types.Shard{}} }
 
 // ErrNotFound: no shard of the stream holds the record (trimmed, or another stream).
 var ErrNotFound = errors.New("record not found in the stream")
@@ -42,59 +44,73 @@ var ErrNotFound = errors.New("record not found in the stream")
 // After calls each with every record after seq in stream streamARN whose keys hold key
 // (attribute name to string value; nil for every record), in stream order for seq's
 // partition (its shard, then that shard's children), until each returns false, the stream
-// has nothing more for now, or Limit records were read (then it returns an error). Other
-// records are passed over without being decoded.
-func (r *Reader) After(ctx context.Context, streamARN, seq string, key map[string]string, each func(*record.Change) bool) error {
+// has nothing more for now, or ctx is done or Limit records were read (then it returns an
+// error). Other records are passed over without being decoded. It returns how many records
+// after seq it read, of every key.
+func (r *Reader) After(ctx context.Context, streamARN, seq string, key map[string]string, each func(*record.Change) bool) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, stopped(streamARN, seq, 0, err)
+	}
 	shards, err := r.shards(ctx, streamARN, false)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for pass := 0; pass < 2; pass++ {
 		for _, sh := range shards {
 			if !holds(sh, seq) {
 				continue
 			}
-			found, err := r.from(ctx, streamARN, shards, sh, seq, key, each)
+			found, read, err := r.from(ctx, streamARN, shards, sh, seq, key, each)
 			if err != nil || found {
-				return err
+				return read, err
 			}
 		}
 		// A shard created since the last description may hold it.
 		if shards, err = r.shards(ctx, streamARN, true); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return fmt.Errorf("following %s after %s: %w", streamARN, seq, ErrNotFound)
+	return 0, fmt.Errorf("following %s after %s: %w", streamARN, seq, ErrNotFound)
 }
 
 // from reads shard sh from seq (which must be its record at that position, else found is
-// false), then its children, calling each.
-func (r *Reader) from(ctx context.Context, arn string, shards []types.Shard, sh types.Shard, seq string, key map[string]string, each func(*record.Change) bool) (found bool, err error) {
+// false), then its children, calling each; read counts the records after seq.
+func (r *Reader) from(ctx context.Context, arn string, shards []types.Shard, sh types.Shard, seq string, key map[string]string, each func(*record.Change) bool) (found bool, read int, err error) {
+	stop := func(why error) error { return stopped(arn, seq, read, why) }
 	it, err := r.api.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn), ShardId: sh.ShardId,
 		ShardIteratorType: types.ShardIteratorTypeAtSequenceNumber, SequenceNumber: aws.String(seq)})
 	if err != nil {
-		return false, nil // not this shard's, or trimmed from it
+		if ctx.Err() != nil {
+			return true, 0, stop(ctx.Err()) // no other shard is read either
+		}
+		return false, 0, nil // not this shard's, or trimmed from it
 	}
-	read, first := 0, true
+	first := true
 	iter := it.ShardIterator
 	for {
 		for iter != nil {
+			if err := ctx.Err(); err != nil {
+				return true, read, stop(err) // no other shard is read either
+			}
 			out, err := r.api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
 			if err != nil {
-				return !first, fmt.Errorf("following %s: %w", arn, err)
+				if ctx.Err() != nil {
+					return true, read, stop(ctx.Err())
+				}
+				return !first, read, fmt.Errorf("following %s: %w", arn, err)
 			}
 			iter = out.NextShardIterator
 			for _, rec := range out.Records {
 				if first {
 					first = false
 					if rec.Dynamodb == nil || aws.ToString(rec.Dynamodb.SequenceNumber) != seq {
-						return false, nil // another shard's sequence number
+						return false, read, nil // another shard's sequence number
 					}
 					continue
 				}
 				read++
-				if read > r.Limit {
-					return true, fmt.Errorf("following %s after %s: more than %d records", arn, seq, r.Limit)
+				if r.Limit > 0 && read > r.Limit {
+					return true, read, stop(fmt.Errorf("more than %d records", r.Limit))
 				}
 				if !holdsKey(rec, key) {
 					continue
@@ -108,38 +124,43 @@ func (r *Reader) from(ctx context.Context, arn string, shards []types.Shard, sh 
 					continue
 				}
 				if !each(&c) {
-					return true, nil
+					return true, read, nil
 				}
 			}
 			if len(out.Records) == 0 {
 				if first {
-					return false, nil
+					return false, read, nil
 				}
 				if iter != nil {
-					return true, nil // the open shard's end: nothing more for now
+					return true, read, nil // the open shard's end: nothing more for now
 				}
 			}
 		}
 		if first {
-			return false, nil
+			return false, read, nil
 		}
 		// The shard is closed: its children hold its partitions' later records.
 		child, ok := childOf(shards, aws.ToString(sh.ShardId))
 		if !ok {
 			if shards, err = r.shards(ctx, arn, true); err != nil {
-				return true, err
+				return true, read, err
 			}
 			if child, ok = childOf(shards, aws.ToString(sh.ShardId)); !ok {
-				return true, nil
+				return true, read, nil
 			}
 		}
 		out, err := r.api.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn), ShardId: child.ShardId,
 			ShardIteratorType: types.ShardIteratorTypeTrimHorizon})
 		if err != nil {
-			return true, fmt.Errorf("following %s: %w", arn, err)
+			return true, read, fmt.Errorf("following %s: %w", arn, err)
 		}
 		sh, iter = child, out.ShardIterator
 	}
+}
+
+// stopped is the error of a read whose budget (its context, or Limit) ran out.
+func stopped(arn, seq string, read int, why error) error {
+	return fmt.Errorf("following %s after %s: stopped after %d records: %w", arn, seq, read, why)
 }
 
 // shards describes the stream (every page), from the cache unless fresh.
