@@ -155,9 +155,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				case <-quit:
 					return
 				case <-tick.C:
-					st := m.Stats()
-					fmt.Fprintf(cfg.Progress, "chaos: %s ops %d/%d records %d batches %d invocations %d onFailure %d\n",
-						time.Since(start).Round(time.Second), written.Load(), len(plan.Ops)+len(plan.Final), st.Records, st.Batches, st.Invocations, st.OnFailure)
+					st, f := m.Stats(), sink.stats()
+					fmt.Fprintf(cfg.Progress, "chaos: %s ops %d/%d records %d batches %d invocations %d onFailure %d writes %d restores read on %d (%d records)\n",
+						time.Since(start).Round(time.Second), written.Load(), len(plan.Ops)+len(plan.Final), st.Records, st.Batches, st.Invocations, st.OnFailure,
+						f.Writes, f.RestoresReadOn, f.RestoreRecordsRead)
 				}
 			}
 		}()
