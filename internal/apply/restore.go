@@ -67,8 +67,13 @@ func (rs *restore) appliedBelow(minSeq string) {
 		rs.rep, rs.expect, rs.adjust = nil, nil, nil
 	}
 	if rs.removed != nil && record.CompareSeq(rs.removed.Seq, minSeq) < 0 {
-		rs.removed, rs.adjust, rs.expect, rs.fresh = nil, nil, nil, false
+		rs.dropRemoval()
 	}
+}
+
+// dropRemoval drops a delete's restore: the deltas apply as they are.
+func (rs *restore) dropRemoval() {
+	rs.removed, rs.adjust, rs.expect, rs.fresh = nil, nil, nil, false
 }
 
 // takeOut takes what repeated out of attrs.
@@ -113,7 +118,7 @@ func (r *run) settleRemoval(rs *restore, item map[string]types.AttributeValue, a
 	r.x.opt.Logger.Warn("restore of a deleted counter target: the item put back since changed while the stream was read; verify this target",
 		"pk", rs.t.Target.PK, "sk", rs.t.Target.SK, "watermark", record.SeqOf(item[WatermarkAttr]))
 	r.count(func(s *Stats) { s.AmbiguousRestores++ })
-	rs.removed, rs.adjust, rs.expect, rs.fresh = nil, nil, nil, false
+	rs.dropRemoval()
 	return nil
 }
 
