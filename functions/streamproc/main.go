@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -69,6 +70,12 @@ func build(ctx context.Context, log *slog.Logger) (*handler.Handler, error) {
 	}
 	// The function's role reads the stream already (the event source mapping uses it); a
 	// restore reads on in it when its batch does not show what followed.
-	exec := apply.New(db, table, set, apply.Options{Logger: log, PullReads: pullReads, Stream: streamfollow.New(streams)})
+	follow := streamfollow.New(streams)
+	if mb, err := strconv.Atoi(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")); err == nil && mb > 0 {
+		// The reader's index of what it read takes about a fifth of the function's memory
+		// at most: 101 bytes a record, so 512 MB holds 1,024,000 records.
+		follow.IndexLimit = mb * 2000
+	}
+	exec := apply.New(db, table, set, apply.Options{Logger: log, PullReads: pullReads, Stream: follow})
 	return handler.New(set, exec, handler.Options{Logger: log, Metrics: os.Stdout, FunctionName: os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}), nil
 }

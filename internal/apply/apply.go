@@ -109,12 +109,15 @@ type Executor struct {
 	set   *rules.Set
 	opt   Options
 	pulls pullCost
+	// readingOn holds the one read on in the stream at a time (restore.go): reads share the
+	// reader's index, and each one's time budget starts when it does.
+	readingOn chan struct{}
 }
 
 // New returns an executor for table, whose layout and rules are set.
 func New(api API, table string, set *rules.Set, opt Options) *Executor {
 	opt.defaults()
-	return &Executor{api: api, table: table, set: set, opt: opt}
+	return &Executor{api: api, table: table, set: set, opt: opt, readingOn: make(chan struct{}, 1)}
 }
 
 // Result is the outcome of applying a batch.

@@ -233,6 +233,12 @@ func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string) (*
 // runs until it is settled. read is how many records of the stream it went through; err
 // is ErrDeadline when the invocation's deadline cut the read short.
 func (r *run) followStream(t *plan.TargetDeltas, source, seq string, start func(*record.Change) (*plan.Replacement, bool)) (since *plan.Since, straddle bool, writes, read int, err error) {
+	select {
+	case r.x.readingOn <- struct{}{}:
+		defer func() { <-r.x.readingOn }()
+	case <-r.ctx.Done():
+		return nil, false, 0, 0, fmt.Errorf("%w: waiting to read on in the stream: %v", ErrDeadline, r.ctx.Err())
+	}
 	p := plan.New(r.x.set)
 	var rep *plan.Replacement
 	var chain []*plan.OwnWrite

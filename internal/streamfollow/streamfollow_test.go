@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/denorm/denorm/internal/ddbtest"
 	"github.com/denorm/denorm/internal/record"
@@ -24,7 +25,8 @@ const others = 1200
 
 // A read on from a record finds the target's records however far on they are, passes over
 // the rest, says how many it went through, and stops, saying so, when its context's time is
-// up or Limit records were read.
+// up or Limit records were read. A second read from inside what the first read takes the
+// target's records it holds from the index and reads only what is new.
 func TestAfter(t *testing.T) {
 	db, streams := ddbtest.Clients(t)
 	name, desc := ddbtest.NewTable(t, db, table.Spec{PartitionKey: "pk", SortKey: "sk"})
@@ -69,6 +71,29 @@ func TestAfter(t *testing.T) {
 		t.Errorf("read %d records, the target's with n %v; want %d, n [1 2]", read, seen, others+2)
 	}
 
+	// From the target's first record, after more writes: its second record comes from the
+	// index, then only what is new is read, not the 1,200 other records again.
+	var first string
+	for _, rec := range recs {
+		if pk, ok := rec.Dynamodb.Keys["pk"].(*stypes.AttributeValueMemberS); ok && pk.Value == "TARGET" {
+			first = aws.ToString(rec.Dynamodb.SequenceNumber)
+			break
+		}
+	}
+	writes = []types.WriteRequest{put("OTHER#a", 0), put("TARGET", 3), put("OTHER#b", 0)}
+	if _, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{name: writes}}); err != nil {
+		t.Fatal(err)
+	}
+	ddbtest.NewStreamReader(t, streams, arn).Read(others + 6)
+	seen = nil
+	read, err = r.After(ctx, arn, first, key, func(c *record.Change) bool {
+		seen = append(seen, c.New["n"].(*types.AttributeValueMemberN).Value)
+		return true
+	})
+	if err != nil || strings.Join(seen, ",") != "2,3" || read != 4 {
+		t.Errorf("from the target's first record: read %d records, the target's with n %v, %v; want 4 (1 indexed, 3 new), n [2 3]", read, seen, err)
+	}
+
 	// Stopped by the caller's time budget: no record is read, and the error says so.
 	done, cancel := context.WithTimeout(ctx, time.Nanosecond)
 	defer cancel()
@@ -79,6 +104,7 @@ func TestAfter(t *testing.T) {
 	}
 
 	// Stopped by Limit: the target's first record was seen, its last was not.
+	r = streamfollow.New(streams)
 	r.Limit = 1000
 	seen = nil
 	read, err = r.After(ctx, arn, start, key, func(c *record.Change) bool {
