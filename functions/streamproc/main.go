@@ -72,9 +72,7 @@ func build(ctx context.Context, log *slog.Logger) (*handler.Handler, error) {
 	// restore reads on in it when its batch does not show what followed.
 	follow := streamfollow.New(streams)
 	if mb, err := strconv.Atoi(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")); err == nil && mb > 0 {
-		// The reader's index of what it read takes about a fifth of the function's memory
-		// at most: 101 bytes a record, so 512 MB holds 1,024,000 records.
-		follow.IndexLimit = mb * 2000
+		follow.IndexLimit = streamfollow.IndexLimitFor(mb) // a fifth of the function's memory
 	}
 	exec := apply.New(db, table, set, apply.Options{Logger: log, PullReads: pullReads, Stream: follow})
 	return handler.New(set, exec, handler.Options{Logger: log, Metrics: os.Stdout, FunctionName: os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}), nil

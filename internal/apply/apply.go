@@ -57,7 +57,7 @@ type Options struct {
 	// more than half the time left before DeadlineMargin, so the writes after it still fit.
 	// A read that reaches it leaves the restore ambiguous: logged, counted, left to verify;
 	// one cut short by an invocation already mostly spent fails its record on the deadline
-	// (readOnContext).
+	// once, unless the record is first in its batch (readOnContext).
 	ReadOnBudget time.Duration
 	// MaxBackoff caps one retry delay (default 2 s).
 	MaxBackoff time.Duration
@@ -109,8 +109,8 @@ type Executor struct {
 	set   *rules.Set
 	opt   Options
 	pulls pullCost
-	// readingOn holds the one read on in the stream at a time (restore.go): reads share the
-	// reader's index, and each one's time budget starts when it does.
+	// readingOn holds the one read on in the stream at a time (restore.go): StreamReader
+	// asks its caller to serialize reads, and each read's time budget starts when it does.
 	readingOn chan struct{}
 }
 

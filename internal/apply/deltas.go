@@ -84,7 +84,7 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 		}
 		switch {
 		case rs.removalPending():
-			if err := r.settleRemoval(rs, cf.Item, attempt); err != nil {
+			if err := r.settleRemoval(rs, cf.Item, attempt, rec); err != nil {
 				return rec, err
 			}
 		case rs.rep != nil && rs.expect != nil:

@@ -95,10 +95,11 @@ func (rs *restore) removalPending() bool {
 // settleRemoval follows a delete's restore refused because Denorm wrote the item put back
 // (since the stream was last read): it reads the stream for what those writes applied
 // again. After three reads, or when the stream does not settle it, the restore is given up,
-// logged and counted, and the deltas apply as they are. Its error is ErrDeadline only.
-func (r *run) settleRemoval(rs *restore, item map[string]types.AttributeValue, attempt int) error {
+// logged and counted, and the deltas apply as they are. Its error is ErrDeadline only
+// (first is the batch's first record still to apply, as for settleReplacement).
+func (r *run) settleRemoval(rs *restore, item map[string]types.AttributeValue, attempt, first int) error {
 	if attempt < 3 {
-		s, err := r.readOnRemoval(rs.t, rs.removed)
+		s, err := r.readOnRemoval(rs.t, rs.removed, first > 0)
 		if err != nil {
 			return err
 		}
@@ -142,7 +143,7 @@ func (r *run) settleReplacement(rs *restore, item map[string]types.AttributeValu
 		if rep.At != "" {
 			at = rep.At // after the INSERT of a delete and re-put
 		}
-		s, note, err := r.readOn(t, rep, at)
+		s, note, err := r.readOn(t, rep, at, first > 0)
 		if err != nil {
 			return err
 		}
@@ -188,7 +189,7 @@ func replacement(t *plan.TargetDeltas) (*plan.Replacement, string, int) {
 // StreamReader reads on in a stream from one of its records (streamfollow.Reader): each is
 // called with every later record of the record's partition whose keys hold key (attribute
 // name to string value), in order, until it returns false or the stream has nothing more
-// for now.
+// for now. The executor makes one read at a time.
 type StreamReader interface {
 	// It returns how many records after seq it read, of every key.
 	After(ctx context.Context, streamARN, seq string, key map[string]string, each func(*record.Change) bool) (int, error)
@@ -208,12 +209,13 @@ func (r *run) keyOf(k plan.Key) map[string]string {
 // in the stream itself, when the batch did not hold them: what they applied again, or nil
 // when no reader is configured, the record is gone, or no write of Denorm's followed; and
 // what the read found, for the warning of a restore it does not settle. Its error is
-// ErrDeadline only: the invocation has no time left to read.
-func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string) (*plan.Since, string, error) {
+// ErrDeadline only: the invocation has no time left to read (readOnContext; retry: the
+// record is not the first of its batch).
+func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string, retry bool) (*plan.Since, string, error) {
 	if r.x.opt.Stream == nil || rep.Source == "" || rep.OldWM == "" {
 		return nil, "", nil
 	}
-	since, straddle, writes, read, err := r.followStream(t, rep.Source, seq, func(*record.Change) (*plan.Replacement, bool) { return rep, false })
+	since, straddle, writes, read, err := r.followStream(t, rep.Source, seq, retry, func(*record.Change) (*plan.Replacement, bool) { return rep, false })
 	switch {
 	case errors.Is(err, ErrDeadline):
 		return nil, "", err
@@ -232,17 +234,19 @@ func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string) (*
 // that record only starts it; then the chain of Denorm's writes (plan.Replacement.Follow)
 // runs until it is settled. read is how many records of the stream it went through; err
 // is ErrDeadline when the invocation's deadline cut the read short.
-func (r *run) followStream(t *plan.TargetDeltas, source, seq string, start func(*record.Change) (*plan.Replacement, bool)) (since *plan.Since, straddle bool, writes, read int, err error) {
+func (r *run) followStream(t *plan.TargetDeltas, source, seq string, retry bool, start func(*record.Change) (*plan.Replacement, bool)) (since *plan.Since, straddle bool, writes, read int, err error) {
+	wait, cancel := r.beforeMargin()
+	defer cancel()
 	select {
 	case r.x.readingOn <- struct{}{}:
 		defer func() { <-r.x.readingOn }()
-	case <-r.ctx.Done():
-		return nil, false, 0, 0, fmt.Errorf("%w: waiting to read on in the stream: %v", ErrDeadline, r.ctx.Err())
+	case <-wait.Done():
+		return nil, false, 0, 0, fmt.Errorf("%w: waiting to read on in the stream: %v", ErrDeadline, wait.Err())
 	}
 	p := plan.New(r.x.set)
 	var rep *plan.Replacement
 	var chain []*plan.OwnWrite
-	ctx, stop := r.readOnContext()
+	ctx, stop := r.readOnContext(retry)
 	read, err = r.x.opt.Stream.After(ctx, source, seq, r.keyOf(t.Target), func(c *record.Change) bool {
 		if rep == nil {
 			var only bool
@@ -271,18 +275,19 @@ func (r *run) followStream(t *plan.TargetDeltas, source, seq string, start func(
 
 // readOnContext bounds one read on in the stream: ReadOnBudget, and no more than half the
 // time left before the deadline margin, so the writes that follow it still fit. The
-// returned stop turns a read cut short because this invocation spent most of its time
-// before it (its budget under half what it would have first in an invocation) into
-// ErrDeadline: the record then fails and comes again first, with time for the read,
-// rather than being settled without what the read would show. A read that runs out of
-// what a fresh invocation gives it is not retried: that would fail the record for good.
-func (r *run) readOnContext() (ctx context.Context, stop func(err error) error) {
+// returned stop turns a read cut short by this invocation's deadline into ErrDeadline,
+// when retry (the record is not the first of its batch) and the budget was under half
+// what the batch had for it when it started: the record then fails and comes again first,
+// rather than being settled without what the read would show. Once first, a cut read is
+// final, as a deferral is: the work before it may take as long again, and failing the
+// record at every delivery would send it to the on-failure destination.
+func (r *run) readOnContext(retry bool) (ctx context.Context, stop func(err error) error) {
 	budget, cut := r.x.opt.ReadOnBudget, false
 	if dl, ok := r.ctx.Deadline(); ok {
 		half := func(from time.Time) time.Duration { return max(dl.Sub(from)-r.x.opt.DeadlineMargin, 0) / 2 }
 		fresh := min(budget, half(r.start))
 		budget = min(budget, half(time.Now()))
-		cut = budget < fresh/2
+		cut = retry && budget < fresh/2
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, budget)
 	return ctx, func(err error) error {
@@ -292,6 +297,14 @@ func (r *run) readOnContext() (ctx context.Context, stop func(err error) error) 
 		}
 		return err
 	}
+}
+
+// beforeMargin is r.ctx, done DeadlineMargin before its deadline: no write starts after.
+func (r *run) beforeMargin() (context.Context, context.CancelFunc) {
+	if dl, ok := r.ctx.Deadline(); ok {
+		return context.WithDeadline(r.ctx, dl.Add(-r.x.opt.DeadlineMargin))
+	}
+	return context.WithCancel(r.ctx)
 }
 
 // lastRemoval is the group's last delete of the target itself that no INSERT of the batch
@@ -312,12 +325,12 @@ func lastRemoval(t *plan.TargetDeltas) *plan.Entry {
 // records the deleted image holds (up to e.Covers), which the delete's restore brings back
 // too. Nil when there is no reader, no INSERT yet, or the chain is not settled. Its error
 // is ErrDeadline only, as readOn's.
-func (r *run) readOnRemoval(t *plan.TargetDeltas, e *plan.Entry) (*plan.Since, error) {
+func (r *run) readOnRemoval(t *plan.TargetDeltas, e *plan.Entry, retry bool) (*plan.Since, error) {
 	if r.x.opt.Stream == nil || e.Source == "" {
 		return nil, nil
 	}
 	var put *plan.Replacement
-	since, _, writes, _, err := r.followStream(t, e.Source, e.Seq, func(c *record.Change) (*plan.Replacement, bool) {
+	since, _, writes, _, err := r.followStream(t, e.Source, e.Seq, retry, func(c *record.Change) (*plan.Replacement, bool) {
 		if c.Op != record.Insert {
 			return nil, false // not put back (yet)
 		}

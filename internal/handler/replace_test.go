@@ -345,12 +345,15 @@ func TestRedeliveredAfterTheApplicationWroteTheTarget(t *testing.T) {
 //   - out of its own budget (a processor too far behind): the restore takes nothing out,
 //     counts itself ambiguous and says why in its warning, rather than holding the batch;
 //   - cut short by the invocation's deadline (a slow stream, and most of the invocation's
-//     time spent before the read): the record fails on the deadline, not ambiguous, and
-//     comes again with time to read, exactly once;
+//     time spent before the read), the record second in its batch: it fails on the
+//     deadline, not ambiguous, and comes again first, with time to read, exactly once;
+//   - the same, the record first in its batch: the cut read is final (ambiguous), since a
+//     delivery that starts with it may spend as long before the read again, and failing it
+//     at every delivery would send it to the on-failure destination;
 //   - a function whose whole timeout is short: a fresh invocation's read is not cut short
 //     by it, so the record is not failed again and again: ambiguous, as out of its budget.
 func TestReadOnOutOfTime(t *testing.T) {
-	for _, tc := range []string{"own budget", "deadline", "short timeout"} {
+	for _, tc := range []string{"own budget", "deadline", "deadline, first in its batch", "short timeout"} {
 		t.Run(tc, func(t *testing.T) {
 			var logs bytes.Buffer
 			opt := apply.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
@@ -375,13 +378,14 @@ func TestReadOnOutOfTime(t *testing.T) {
 			e.lambdaLike(batch)
 			comment("c3")
 			beforeIt := e.records()
+			e.put(map[string]string{"pk": "MISC#1", "sk": "x"})                         // no rule's
 			e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"}) // wiped
 			it := e.records()
 			e.lambdaLike(batch) // delivered again
 			e.lambdaLike(beforeIt)
 			ctx, cancel := context.Background(), context.CancelFunc(func() {})
 			switch tc {
-			case "deadline":
+			case "deadline", "deadline, first in its batch":
 				// The default margin and a second, 700 ms of it taken by the update before the read.
 				ctx, cancel = context.WithTimeout(ctx, 3*time.Second+time.Second)
 				e.api.slow = 700 * time.Millisecond
@@ -389,6 +393,10 @@ func TestReadOnOutOfTime(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, 3*time.Second+400*time.Millisecond)
 			}
 			defer cancel()
+			if tc != "deadline" {
+				e.lambdaLike(it[:1])
+				it = it[1:] // the replacement first in its batch
+			}
 			out, err := e.h.Process(ctx, record.EncodeEvent(it))
 			if err != nil {
 				t.Fatal(err)
@@ -410,7 +418,7 @@ func TestReadOnOutOfTime(t *testing.T) {
 			e.api.slow = 0
 			e.h = handler.New(e.set, apply.New(e.api, e.table, e.set, apply.Options{Stream: e.follow}), handler.Options{})
 			e.inv = lambda.NewHandler(e.h.Handle)
-			e.lambdaLike(it) // again, with time
+			e.lambdaLike(it[1:]) // again, first in its batch, with time
 			e.drain(100, e.lambdaLike)
 			e.check()
 		})

@@ -114,4 +114,15 @@ func TestAfter(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "more than 1000 records") || strings.Join(seen, ",") != "1" {
 		t.Errorf("with Limit 1000: read %d, saw n %v, %v; want an error after n 1", read, seen, err)
 	}
+	// Stopped in the middle of a page, the index still ends where reading stopped: a read
+	// from the target's first record reads on from there, the 204 records left.
+	r.Limit = 0
+	seen = nil
+	read, err = r.After(ctx, arn, first, key, func(c *record.Change) bool {
+		seen = append(seen, c.New["n"].(*types.AttributeValueMemberN).Value)
+		return true
+	})
+	if err != nil || strings.Join(seen, ",") != "2,3" || read != others+5-1001 {
+		t.Errorf("after a stop by Limit: read %d records, the target's with n %v, %v; want %d, n [2 3]", read, seen, err, others+5-1001)
+	}
 }
