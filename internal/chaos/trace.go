@@ -12,11 +12,20 @@ import (
 	"github.com/denorm/denorm/internal/record"
 )
 
-// traceKey, from DENORM_CHAOS_TRACE, is a partition key ("*" for every one) whose records,
-// and the records that name it in another attribute, every invocation prints to stderr
-// with its outcome: a debugging aid for a drifted target (its sources,
-// the application's writes and Denorm's own writes share its partition in watermark mode).
+// traceKey, from DENORM_CHAOS_TRACE, is a partition key ("*" for every one; "FOLDER#*" for
+// every one it begins) whose records, and the records that name it in another attribute,
+// every invocation prints to stderr with its outcome: a debugging aid for a drifted target
+// (its sources, the application's writes and Denorm's own writes share its partition in
+// watermark mode). A prefix traces a kind of target whose drifting one is not known ahead.
 var traceKey = os.Getenv("DENORM_CHAOS_TRACE")
+
+// traced reports whether v is traceKey, or begins with its prefix.
+func traced(v string) bool {
+	if p, ok := strings.CutSuffix(traceKey, "*"); ok && p != "" {
+		return strings.HasPrefix(v, p)
+	}
+	return v == traceKey
+}
 
 // trace prints the batch's records of traceKey and what became of the invocation.
 func trace(batch []json.RawMessage, outcome string) {
@@ -30,7 +39,7 @@ func trace(batch []json.RawMessage, outcome string) {
 			continue
 		}
 		pk, _ := c.Keys["pk"].(*types.AttributeValueMemberS)
-		if pk == nil || (traceKey != "*" && pk.Value != traceKey && !links(c.Old) && !links(c.New)) {
+		if pk == nil || (traceKey != "*" && !traced(pk.Value) && !links(c.Old) && !links(c.New)) {
 			continue
 		}
 		sk, _ := c.Keys["sk"].(*types.AttributeValueMemberS)
@@ -46,7 +55,7 @@ func trace(batch []json.RawMessage, outcome string) {
 // sources of a marker-mode target).
 func links(it record.Item) bool {
 	for name, v := range it {
-		if s, ok := v.(*types.AttributeValueMemberS); ok && name != "pk" && s.Value == traceKey {
+		if s, ok := v.(*types.AttributeValueMemberS); ok && name != "pk" && traced(s.Value) {
 			return true
 		}
 	}
