@@ -120,6 +120,20 @@ func (rd *reading) stopped(why error) error {
 	return fmt.Errorf("following %s after %s: stopped after %d records: %w", rd.arn, rd.seq, rd.read, why)
 }
 
+// count counts one record read; past Limit, it is the error that stops the read.
+func (rd *reading) count() error {
+	rd.read++
+	if rd.r.Limit > 0 && rd.read > rd.r.Limit {
+		return rd.stopped(fmt.Errorf("more than %d records", rd.r.Limit))
+	}
+	return nil
+}
+
+// startsAt reports whether a page read at sequence number seq starts with its record.
+func startsAt(out *dynamodbstreams.GetRecordsOutput, seq string) bool {
+	return len(out.Records) > 0 && out.Records[0].Dynamodb != nil && aws.ToString(out.Records[0].Dynamodb.SequenceNumber) == seq
+}
+
 // fail is the error of an API call: stopped, when the read's context is done.
 func (rd *reading) fail(err error) error {
 	if rd.ctx.Err() != nil {
@@ -143,7 +157,7 @@ func (rd *reading) from(sh types.Shard) (found bool, err error) {
 	if err != nil {
 		return true, rd.fail(err)
 	}
-	if len(out.Records) == 0 || out.Records[0].Dynamodb == nil || aws.ToString(out.Records[0].Dynamodb.SequenceNumber) != rd.seq {
+	if !startsAt(out, rd.seq) {
 		return false, nil // another shard's sequence number
 	}
 	ix := &index{arn: rd.arn, keys: map[string][]pos{}, shard: sh, iter: out.NextShardIterator, closed: out.NextShardIterator == nil}
@@ -162,9 +176,8 @@ func (rd *reading) fetch(ix *index, ps []pos) error {
 		if err := rd.ctx.Err(); err != nil {
 			return rd.stopped(err)
 		}
-		rd.read++
-		if rd.r.Limit > 0 && rd.read > rd.r.Limit {
-			return rd.stopped(fmt.Errorf("more than %d records", rd.r.Limit))
+		if err := rd.count(); err != nil {
+			return err
 		}
 		it, err := rd.r.api.GetShardIterator(rd.ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(rd.arn), ShardId: aws.String(p.shard),
 			ShardIteratorType: types.ShardIteratorTypeAtSequenceNumber, SequenceNumber: aws.String(p.seq)})
@@ -172,7 +185,7 @@ func (rd *reading) fetch(ix *index, ps []pos) error {
 		if err == nil {
 			out, err = rd.r.api.GetRecords(rd.ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator, Limit: aws.Int32(1)})
 		}
-		gone := err == nil && (len(out.Records) == 0 || out.Records[0].Dynamodb == nil || aws.ToString(out.Records[0].Dynamodb.SequenceNumber) != p.seq)
+		gone := err == nil && !startsAt(out, p.seq)
 		var trimmed *types.TrimmedDataAccessException
 		var missing *types.ResourceNotFoundException
 		if gone || errors.As(err, &trimmed) || errors.As(err, &missing) {
@@ -257,10 +270,9 @@ func (rd *reading) consume(ix *index, recs []types.Record) (stop bool, err error
 		if stop {
 			continue
 		}
-		rd.read++
-		if rd.r.Limit > 0 && rd.read > rd.r.Limit {
+		if err := rd.count(); err != nil {
 			ix.iter, ix.closed = nil, false
-			return true, rd.stopped(fmt.Errorf("more than %d records", rd.r.Limit))
+			return true, err
 		}
 		if !holdsKey(rec, rd.key) {
 			continue
