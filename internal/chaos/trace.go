@@ -13,18 +13,20 @@ import (
 )
 
 // traceKey, from DENORM_CHAOS_TRACE, is a partition key ("*" for every one; "FOLDER#*" for
-// every one it begins) whose records, and the records that name it in another attribute,
+// every one it begins; several separated by commas: "USER#u0042,USER#u0084") whose records, and the records that name it in another attribute,
 // every invocation prints to stderr with its outcome: a debugging aid for a drifted target
 // (its sources, the application's writes and Denorm's own writes share its partition in
 // watermark mode). A prefix traces a kind of target whose drifting one is not known ahead.
 var traceKey = os.Getenv("DENORM_CHAOS_TRACE")
 
-// traced reports whether v is traceKey, or begins with its prefix.
+// traced reports whether v is one of traceKey's keys, or begins with one of its prefixes.
 func traced(v string) bool {
-	if p, ok := strings.CutSuffix(traceKey, "*"); ok && p != "" {
-		return strings.HasPrefix(v, p)
+	for _, k := range strings.Split(traceKey, ",") {
+		if p, ok := strings.CutSuffix(k, "*"); ok && p != "" && strings.HasPrefix(v, p) || k == v {
+			return true
+		}
 	}
-	return v == traceKey
+	return false
 }
 
 // trace prints the batch's records of traceKey and what became of the invocation.
