@@ -125,7 +125,11 @@ func (r *run) settleRemoval(rs *restore, item map[string]types.AttributeValue, a
 
 // settleReplacement follows a replacement's restore refused because Denorm wrote the target
 // (item) since the application did: it finds what those writes applied again, from the
-// batch, from the item, or read on in the stream, and expects the target as it is now.
+// batch, read on in the stream, or from the item, and expects the target as it is now.
+// The item is the last resort: it may be as another, later write of the application left
+// it (a processor far behind), and its `_dn_wf` and watermark then say nothing of the
+// writes after this one. The stream does: the chain of Denorm's writes after the
+// application's record ends at the next record of another writer.
 // When it cannot tell and the replacement is not the first record of its batch (first is
 // the batch's first record still to apply), it returns errRestoreDeferred: the record fails
 // alone and comes again first in a batch that reaches further, with the records after it
@@ -133,33 +137,39 @@ func (r *run) settleRemoval(rs *restore, item map[string]types.AttributeValue, a
 // delivery for it; it then applies, taking nothing out, logged and counted.
 func (r *run) settleReplacement(rs *restore, item map[string]types.AttributeValue, first int) error {
 	t, rep := rs.t, rs.rep
-	var why string
-	rs.adjust, why = r.compensation(t, rep, item)
-	if why != "" && !rs.readOn {
-		// The records of those writes follow the application's record in the stream: the
-		// batch did not show them to their end, so read on.
+	var why, note string
+	adjust, ok := r.chained(rep, item)
+	if !ok && !rs.readOn {
+		// The batch did not show those writes to their end: read on.
 		rs.readOn = true
 		at := rs.repSeq
 		if rep.At != "" {
 			at = rep.At // after the INSERT of a delete and re-put
 		}
-		s, note, err := r.readOn(t, rep, at, first > 0)
+		s, straddle, found, err := r.readOn(t, rep, at, first > 0)
 		if err != nil {
 			return err
 		}
-		if s != nil && (s.Done || s.N != rep.NewN) {
+		note = found
+		switch {
+		case s != nil && s.Done:
 			rep.Since = s
-			if s.Done {
-				rs.adjust, rs.expect = s.Repeats, nil
-				r.count(func(s *Stats) { s.Compensated++ })
-				return nil
-			}
-			rs.adjust, why = r.compensation(t, rep, item)
+			rs.adjust, rs.expect = s.Repeats, nil
+			r.count(func(s *Stats) { s.Compensated++ })
+			return nil
+		case s != nil && s.N != rep.NewN:
+			rep.Since = s
+			adjust, ok = r.chained(rep, item)
+		case straddle:
+			why = note
 		}
-		if why != "" && note != "" {
+	}
+	if !ok && why == "" {
+		if adjust, why = r.fromItem(t, rep, item); why != "" && note != "" {
 			why += " (" + note + ")"
 		}
 	}
+	rs.adjust = adjust
 	if why != "" {
 		if rs.repRec > 0 && first == rs.repRec {
 			r.count(func(s *Stats) { s.RestoresDeferred++ })
@@ -207,26 +217,27 @@ func (r *run) keyOf(k plan.Key) map[string]string {
 
 // readOn follows Denorm's own writes of t's target after the application's record at seq
 // in the stream itself, when the batch did not hold them: what they applied again, or nil
-// when no reader is configured, the record is gone, or no write of Denorm's followed; and
-// what the read found, for the warning of a restore it does not settle. Its error is
+// when no reader is configured, the record is gone, or no write of Denorm's followed;
+// straddle when one of them applied records on both sides of the old watermark; and what
+// the read found, for the warning of a restore it does not settle. Its error is
 // ErrDeadline only: the invocation has no time left to read (readOnContext; retry: the
 // record is not the first of its batch).
-func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string, retry bool) (*plan.Since, string, error) {
+func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string, retry bool) (since *plan.Since, straddle bool, note string, err error) {
 	if r.x.opt.Stream == nil || rep.Source == "" || rep.OldWM == "" {
-		return nil, "", nil
+		return nil, false, "", nil
 	}
 	since, straddle, writes, read, err := r.followStream(t, rep.Source, seq, retry, func(*record.Change) (*plan.Replacement, bool) { return rep, false })
 	switch {
 	case errors.Is(err, ErrDeadline):
-		return nil, "", err
+		return nil, false, "", err
 	case err != nil:
-		return nil, fmt.Sprintf("reading on in the stream: %v", err), nil
+		return nil, false, fmt.Sprintf("reading on in the stream: %v", err), nil
 	case straddle:
-		return nil, fmt.Sprintf("read on %d records: one of Denorm's writes of it straddles the old watermark", read), nil
+		return nil, true, fmt.Sprintf("read on %d records: one of Denorm's writes of it straddles the old watermark", read), nil
 	case since == nil:
-		return nil, fmt.Sprintf("read on %d records: no write of it", read), nil
+		return nil, false, fmt.Sprintf("read on %d records: no write of it", read), nil
 	}
-	return since, fmt.Sprintf("read on %d records: %d writes of it", read, writes), nil
+	return since, false, fmt.Sprintf("read on %d records: %d writes of it", read, writes), nil
 }
 
 // followStream reads on in the stream after seq for the records of t's target: start gives,
@@ -356,25 +367,33 @@ func (r *run) readOnRemoval(t *plan.TargetDeltas, e *plan.Entry, retry bool) (*p
 // application's write repeated records waits for a batch that holds their records.
 var errRestoreDeferred = errors.New("restore of a replaced counter target deferred: it comes again first in a batch that holds the records after it")
 
-// compensation is what Denorm's writes since the application's replacement applied again,
-// per attribute: those writes applied the records from the first one after the
-// replacement (`_dn_wf` when the write dropped the watermark, else just above the watermark
-// it left) up to the current watermark. The old watermark covers records that were counted
-// before the replacement. All of them covered: everything they added is taken out. None:
-// nothing is. Some (the writes straddle the old watermark): which ones cannot be told, and
-// why says so; nothing is taken out.
-func (r *run) compensation(t *plan.TargetDeltas, rep *plan.Replacement, item map[string]types.AttributeValue) (adjust map[string]plan.Number, why string) {
-	cur := record.SeqOf(item[WatermarkAttr])
-	if s := rep.Since; s != nil {
-		// The batch holds the records of Denorm's writes since: exact when they are all
-		// of them, or when the last of them is past the old watermark (any later write
-		// applied only records after it).
-		n, _ := plan.WritesOf(item)
-		if n == s.N || (n > s.N && record.CompareSeq(s.WM, rep.OldWM) >= 0) {
-			r.count(func(st *Stats) { st.Compensated++ })
-			return s.Repeats, ""
-		}
+// chained is what Denorm's writes since the application's replacement applied again, per
+// attribute, when the chain of their records (rep.Since, from the batch or the stream)
+// accounts for the item: it holds all of them, or the last of them is past the old
+// watermark (any later write applied only records after it).
+func (r *run) chained(rep *plan.Replacement, item map[string]types.AttributeValue) (map[string]plan.Number, bool) {
+	s := rep.Since
+	if s == nil {
+		return nil, false
 	}
+	n, _ := plan.WritesOf(item)
+	if n == s.N || (n > s.N && record.CompareSeq(s.WM, rep.OldWM) >= 0) {
+		r.count(func(st *Stats) { st.Compensated++ })
+		return s.Repeats, true
+	}
+	return nil, false
+}
+
+// fromItem is what Denorm's writes since the application's replacement applied again, per
+// attribute, as the item shows it, for when the stream cannot say: those writes applied
+// the records from the first one after the replacement (`_dn_wf` when the write dropped the
+// watermark, else just above the watermark it left) up to the current watermark. The old
+// watermark covers records that were counted before the replacement. All of them covered:
+// everything they added is taken out. None: nothing is. Some (the writes straddle the old
+// watermark): which ones cannot be told, and why says so; nothing is taken out. It holds
+// only while the application has not written the target again since.
+func (r *run) fromItem(t *plan.TargetDeltas, rep *plan.Replacement, item map[string]types.AttributeValue) (adjust map[string]plan.Number, why string) {
+	cur := record.SeqOf(item[WatermarkAttr])
 	from := rep.NewWM // exclusive
 	if from == "" {
 		from = record.SeqOf(item[rules.FirstAttr]) // inclusive

@@ -433,3 +433,70 @@ func (slowStream) After(ctx context.Context, _, _ string, _ map[string]string, _
 	<-ctx.Done()
 	return 0, ctx.Err()
 }
+
+// The application replaced the target again before the processor reached its first
+// replacement (a processor far behind, seen in the 100,000-operation soak on a folder):
+//
+//  1. c1 is applied (the post counts c0 and c1);
+//  2. the application deletes the post and puts it back with its counters at 0;
+//  3. c1 comes again (a redelivered batch) and lands on the new item: a repeat;
+//  4. the application writes the post again: the whole item without the counters and
+//     Denorm's attributes ("wiped"), the same after a delete ("deleted and put back"), or
+//     the whole item as it read it after c0 ("as read before");
+//  5. Denorm writes that item: c2, written before step 2, is applied to it (its first
+//     record since the wipe, after the first replacement's old watermark); or, as read
+//     before, c1 comes again once more (the item's watermark is below it);
+//  6. the processor reaches the delete and re-put.
+//
+// What the item holds (`_dn_wf`, the watermark, the counts) belongs to the second write:
+// it says nothing about what Denorm applied after the first. Taken for the first's, the
+// post counted c1 twice (wiped) or lost it (as read before). Only the stream says that
+// c1 repeated, once.
+func TestRestoreOntoALaterReplacement(t *testing.T) {
+	for _, second := range []string{"wiped", "deleted and put back", "as read before"} {
+		t.Run(second, func(t *testing.T) {
+			e := newEnv(t, apply.Options{})
+			e.api.failAfter = -1
+			comment := func(id string) {
+				e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#" + id, "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#" + id, "likes": "3", "status": "visible"})
+			}
+			e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ada"})
+			e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+			comment("c0")
+			e.drain(100, e.lambdaLike)
+			read, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &e.table, ConsistentRead: aws.Bool(true),
+				Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "POST#p1"}, "sk": &types.AttributeValueMemberS{Value: "METADATA"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			comment("c1")
+			c1 := e.records()
+			e.lambdaLike(c1)
+			if second != "as read before" {
+				comment("c2")
+			}
+			c2 := e.records() // Denorm's write of c1 (then c2)
+			e.del("POST#p1", "METADATA")
+			e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1", "commentCount": "0", "likeTotal": "0"})
+			first := e.records()
+			e.lambdaLike(c1) // delivered again, onto the new item
+			switch second {
+			case "wiped":
+				e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+			case "deleted and put back":
+				e.del("POST#p1", "METADATA")
+				e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+			default:
+				if _, err := e.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &e.table, Item: read.Item}); err != nil {
+					t.Fatal(err)
+				}
+				e.lambdaLike(c1) // and again, onto the item as read before
+			}
+			e.lambdaLike(c2)
+			e.lambdaLike(first)
+			e.drain(100, e.lambdaLike)
+			e.check()
+		})
+	}
+}
