@@ -500,3 +500,42 @@ func TestRestoreOntoALaterReplacement(t *testing.T) {
 		})
 	}
 }
+
+// An item written back as it was read in an earlier incarnation, whose write count is one
+// above the item's now and whose watermark is the same (seed 7 of
+// TestApplicationUnderRedelivery: FOLDER#f0000 two files short): it is the application's,
+// not Denorm's, and what it wiped is restored. Before firstsFollow it was taken for one of
+// Denorm's writes and the post ended with no comment count.
+func TestWrittenBackFromAnEarlierIncarnation(t *testing.T) {
+	e := newEnv(t, apply.Options{})
+	e.api.failAfter = -1
+	comment := func(id string) {
+		e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#" + id, "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#" + id, "likes": "3", "status": "visible"})
+	}
+	e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ada"})
+	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+	comment("c0")
+	e.drain(100, e.lambdaLike)
+	comment("c1")
+	c1 := e.records()
+	e.lambdaLike(c1)
+	e.drain(100, e.lambdaLike) // the post's write count is 2
+	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "POST#p1"}, "sk": &types.AttributeValueMemberS{Value: "METADATA"}}
+	read, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &e.table, ConsistentRead: aws.Bool(true), Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.del("POST#p1", "METADATA")
+	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+	e.lambdaLike(c1)         // delivered again onto the new item: write count 1, the same watermark
+	recreated := e.records() // the delete, the re-put and Denorm's write of c1 again
+	back := read.Item
+	delete(back, "commentCount")
+	delete(back, "likeTotal")
+	if _, err := e.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &e.table, Item: back}); err != nil {
+		t.Fatal(err)
+	}
+	e.lambdaLike(recreated)
+	e.drain(100, e.lambdaLike)
+	e.check()
+}
