@@ -10,10 +10,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
 )
 
 // traceKey, from DENORM_CHAOS_TRACE, is a partition key ("*" for every one; "FOLDER#*" for
-// every one it begins; several separated by commas: "USER#u0042,USER#u0084") whose records, and the records that name it in another attribute,
+// every one it begins; several separated by commas: "USER#u0042,USER#u0084") whose records,
+// its park's, and the records that name it in another attribute,
 // every invocation prints to stderr with its outcome: a debugging aid for a drifted target
 // (its sources, the application's writes and Denorm's own writes share its partition in
 // watermark mode). A prefix traces a kind of target whose drifting one is not known ahead.
@@ -41,7 +43,7 @@ func trace(batch []json.RawMessage, outcome string) {
 			continue
 		}
 		pk, _ := c.Keys["pk"].(*types.AttributeValueMemberS)
-		if pk == nil || (traceKey != "*" && !traced(pk.Value) && !links(c.Old) && !links(c.New)) {
+		if pk == nil || (traceKey != "*" && !traced(strings.TrimPrefix(pk.Value, rules.ParkPrefix)) && !links(c.Old) && !links(c.New)) {
 			continue
 		}
 		sk, _ := c.Keys["sk"].(*types.AttributeValueMemberS)
@@ -72,8 +74,8 @@ func brief(it record.Item) string {
 		case *types.AttributeValueMemberN:
 			out = append(out, name+"="+v.Value)
 		case *types.AttributeValueMemberM:
-			if strings.HasPrefix(name, "_dn") {
-				out = append(out, name+"=map")
+			if strings.HasPrefix(name, rules.ReservedPrefix) {
+				out = append(out, name+"=map("+brief(v.Value)+")")
 			}
 		}
 	}
