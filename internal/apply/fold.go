@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -39,9 +40,11 @@ func (r *run) folds(fs []plan.FoldGroup) {
 // parked amounts to the target (which must exist) and removes them from the park (which must
 // be unchanged). Marker-mode parks hold sums, safe to move once each. Same-partition parks
 // hold one entry per record: entries the target received itself (a batch delivered again
-// once the target existed: its watermark range [_dn_wf, _dn_wm] covers them) are dropped,
-// not added, and the target's watermark is raised over the entries moved, so a later
-// redelivery of them is a duplicate. Entries of records after g's INSERT stay.
+// once the target existed: its watermark range [_dn_wf, _dn_wm] covers them, or, when the
+// application has written the target since, Denorm's writes of it after g's record in the
+// stream show it: appliedSince) are dropped, not added, and the target's watermark is
+// raised over the entries moved, so a later redelivery of them is a duplicate. Entries of
+// records after g's INSERT stay.
 func (r *run) fold(g *plan.FoldGroup) error {
 	k := g.Target
 	why := ""
@@ -56,7 +59,7 @@ func (r *run) fold(g *plan.FoldGroup) error {
 				return err // missing again: its re-creation folds the park
 			}
 		}
-		items, err := r.foldItems(g, park, target)
+		items, err := r.foldItems(g, park, target, r.appliedSince(g))
 		if err != nil || len(items) == 0 {
 			return err
 		}
@@ -107,7 +110,7 @@ func hasEntries(park map[string]types.AttributeValue) bool {
 
 // foldItems is the transaction that moves park into g's target: the target's update and
 // the park's delete (everything moved) or update (entries of later records stay).
-func (r *run) foldItems(g *plan.FoldGroup, park, target map[string]types.AttributeValue) ([]types.TransactWriteItem, error) {
+func (r *run) foldItems(g *plan.FoldGroup, park, target map[string]types.AttributeValue, applied func(seq string) bool) ([]types.TransactWriteItem, error) {
 	x := r.x
 	spec := x.set.Table
 	k := g.Target
@@ -148,6 +151,9 @@ func (r *run) foldItems(g *plan.FoldGroup, park, target map[string]types.Attribu
 			}
 			if wmT != "" && record.CompareSeq(seq, wmT) <= 0 && (wfT == "" || record.CompareSeq(seq, wfT) >= 0) {
 				continue // the target received this record itself
+			}
+			if applied(seq) {
+				continue // and so did an item the application has replaced since
 			}
 			if minAdded == "" || record.CompareSeq(seq, minAdded) < 0 {
 				minAdded = seq
@@ -197,6 +203,13 @@ func (r *run) foldItems(g *plan.FoldGroup, park, target map[string]types.Attribu
 	}
 	if touch {
 		ub = ub.Add(expression.Name(rules.WritesAttr), num("1"))
+		if target != nil {
+			// Its stream record says it is a fold (plan.OwnWrite.Fold): a restore following
+			// Denorm's writes takes nothing it moved for a repeat.
+			n, _ := plan.WritesOf(target)
+			ub = ub.Set(expression.Name(rules.FoldAttr), num(strconv.FormatUint(n+1, 10)))
+			cond = cond.And(unchangedAttr(rules.WritesAttr, target))
+		}
 		e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
 		if err != nil {
 			return nil, fmt.Errorf("building fold: %w", err)
@@ -275,4 +288,56 @@ func reasons(c *types.TransactionCanceledException) string {
 		out = append(out, code(r.Code)+" "+aws.ToString(r.Message))
 	}
 	return strings.Join(out, "; ")
+}
+
+// appliedSince reports whether Denorm applied a parked record to g's target itself after
+// g's record: a batch parked while the target was missing and delivered again once the
+// application had put it back. The target's [_dn_wf, _dn_wm] shows it until the
+// application writes the target again; a processor far behind reads the item only later.
+// The stream keeps it: each of Denorm's writes of the target after g's record (but folds)
+// applied every record from its _dn_wl to its watermark. It is read on the first call,
+// once per fold attempt, from the index of what was read before. Without a reader, or when
+// the read fails, a record counts as not applied, as the item alone would say, and the
+// fold is logged and counted as ambiguous.
+func (r *run) appliedSince(g *plan.FoldGroup) func(seq string) bool {
+	var ranges [][2]string
+	read := false
+	return func(seq string) bool {
+		if !read {
+			read = true
+			ranges = r.appliedRanges(g)
+		}
+		for _, rg := range ranges {
+			if record.CompareSeq(rg[0], seq) <= 0 && record.CompareSeq(seq, rg[1]) <= 0 {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// appliedRanges is, for each of Denorm's writes of g's target after g's record in the
+// stream but folds, the first and last record it applied.
+func (r *run) appliedRanges(g *plan.FoldGroup) [][2]string {
+	if r.x.opt.Stream == nil || g.Source == "" {
+		return nil
+	}
+	p := plan.New(r.x.set)
+	var out [][2]string
+	_, err := r.readStream(g.Source, g.Seq, g.Target, false, func(c *record.Change) bool {
+		rp, err := p.Plan(c)
+		if err != nil {
+			return true
+		}
+		if w, ok := rp.WriteOf(g.Target); ok && w != nil && !w.Fold && w.First != "" {
+			out = append(out, [2]string{w.First, w.NewWM})
+		}
+		return true
+	})
+	if err != nil {
+		r.count(func(s *Stats) { s.AmbiguousRestores++ })
+		r.x.opt.Logger.Warn("fold of a park: reading on in the stream failed, entries outside the target's own range are added; verify this target",
+			"pk", g.Target.PK, "sk", g.Target.SK, "error", err)
+	}
+	return out
 }

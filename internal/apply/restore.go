@@ -246,19 +246,10 @@ func (r *run) readOn(t *plan.TargetDeltas, rep *plan.Replacement, seq string, re
 // runs until it is settled. read is how many records of the stream it went through; err
 // is ErrDeadline when the invocation's deadline cut the read short.
 func (r *run) followStream(t *plan.TargetDeltas, source, seq string, retry bool, start func(*record.Change) (*plan.Replacement, bool)) (since *plan.Since, straddle bool, writes, read int, err error) {
-	wait, cancel := r.beforeMargin()
-	defer cancel()
-	select {
-	case r.x.readingOn <- struct{}{}:
-		defer func() { <-r.x.readingOn }()
-	case <-wait.Done():
-		return nil, false, 0, 0, fmt.Errorf("%w: waiting to read on in the stream: %v", ErrDeadline, wait.Err())
-	}
 	p := plan.New(r.x.set)
 	var rep *plan.Replacement
 	var chain []*plan.OwnWrite
-	ctx, stop := r.readOnContext(retry)
-	read, err = r.x.opt.Stream.After(ctx, source, seq, r.keyOf(t.Target), func(c *record.Change) bool {
+	read, err = r.readStream(source, seq, t.Target, retry, func(c *record.Change) bool {
 		if rep == nil {
 			var only bool
 			if rep, only = start(c); rep == nil {
@@ -279,9 +270,27 @@ func (r *run) followStream(t *plan.TargetDeltas, source, seq string, retry bool,
 		since, straddle = rep.Follow(chain)
 		return since != nil && !since.Done
 	})
+	return since, straddle, len(chain), read, err
+}
+
+// readStream calls each with the records of target after seq in the stream source, in
+// order, until it returns false or the stream has nothing more for now: one read at a time
+// per executor, bounded by readOnContext (retry as there). read is how many records of the
+// stream it went through; err is ErrDeadline when the invocation's deadline cut it short.
+func (r *run) readStream(source, seq string, target plan.Key, retry bool, each func(*record.Change) bool) (read int, err error) {
+	wait, cancel := r.beforeMargin()
+	defer cancel()
+	select {
+	case r.x.readingOn <- struct{}{}:
+		defer func() { <-r.x.readingOn }()
+	case <-wait.Done():
+		return 0, fmt.Errorf("%w: waiting to read on in the stream: %v", ErrDeadline, wait.Err())
+	}
+	ctx, stop := r.readOnContext(retry)
+	read, err = r.x.opt.Stream.After(ctx, source, seq, r.keyOf(target), each)
 	err = stop(err)
 	r.count(func(s *Stats) { s.StreamFollows++; s.StreamFollowRecords += read })
-	return since, straddle, len(chain), read, err
+	return read, err
 }
 
 // readOnContext bounds one read on in the stream: ReadOnBudget, and no more than half the

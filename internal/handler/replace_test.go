@@ -539,3 +539,44 @@ func TestWrittenBackFromAnEarlierIncarnation(t *testing.T) {
 	e.drain(100, e.lambdaLike)
 	e.check()
 }
+
+// A comment parked while its post was deleted, delivered again once the application had put
+// the post back (applied to it directly), and the post rewritten by the application before
+// the processor reached the re-put: the fold of the park, at the re-put's record, must not
+// add the comment a second time. The item it reads is a later one; its [_dn_wf, _dn_wm]
+// says nothing of the writes onto the item the re-put made (seed 7 of
+// TestApplicationUnderRedelivery: FOLDER#f0000 five files over).
+func TestFoldAfterTheParkedRecordsReachedTheTarget(t *testing.T) {
+	for _, later := range []string{"wiped", "deleted and put back"} {
+		t.Run(later, func(t *testing.T) {
+			e := newEnv(t, apply.Options{})
+			e.api.failAfter = -1
+			e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ada"})
+			e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+			e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#c0", "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#c0", "likes": "3", "status": "visible"})
+			e.drain(100, e.lambdaLike)
+			e.del("POST#p1", "METADATA")
+			removed := e.records()
+			e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#c1", "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#c1", "likes": "3", "status": "visible"})
+			c1 := e.records()
+			e.lambdaLike(removed)
+			e.lambdaLike(c1) // the post is missing: parked
+			e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+			reput := e.records()
+			e.lambdaLike(c1) // delivered again: onto the post put back
+			switch later {
+			case "wiped":
+				e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+			default:
+				e.del("POST#p1", "METADATA")
+				e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+			}
+			e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#c2", "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#c2", "likes": "3", "status": "visible"})
+			rest := e.records() // Denorm's write of c1, the rewrite, c2
+			e.lambdaLike(reput)
+			e.lambdaLike(rest)
+			e.drain(100, e.lambdaLike)
+			e.check()
+		})
+	}
+}

@@ -105,11 +105,13 @@ func (g *ExtremeGroup) merge(x Extreme) {
 // FoldGroup is a target that appeared in record Rec, whose sequence number is Seq: deltas
 // parked for records before it are moved into it, except those of records up to Covers: the
 // watermark of a restore the batch applies before it (a deleted target's image holds them).
+// Source is the stream of its record, to read on in for Denorm's writes of the target since.
 type FoldGroup struct {
 	Target Key
 	Rec    int
 	Seq    string
 	Covers string
+	Source string
 }
 
 // WriteGroup is the newest Write for one (rule, target).
@@ -255,7 +257,7 @@ func Coalesce(recs []RecordPlan) *Batch {
 		}
 		for _, k := range rp.Folds {
 			// The last record that needs a fold moves what was parked before it.
-			upsert(folds, &b.Folds, k, FoldGroup{Target: k, Rec: i, Seq: rp.Seq})
+			upsert(folds, &b.Folds, k, FoldGroup{Target: k, Rec: i, Seq: rp.Seq, Source: rp.Stream})
 		}
 		var ev *EventDeltas
 		for _, d := range rp.Deltas {
@@ -446,6 +448,10 @@ func (rep *Replacement) Follow(writes []*OwnWrite) (s *Since, straddle bool) {
 			return s, false
 		}
 		switch {
+		case w.Fold:
+			// Parked deltas moved in: no image held them, so they repeat nothing; past the
+			// old watermark, later writes apply only records after it.
+			s.Done = record.CompareSeq(w.NewWM, rep.OldWM) > 0
 		case record.CompareSeq(w.NewWM, rep.OldWM) <= 0:
 			for a, n := range w.Added {
 				s.Repeats[a] = s.Repeats[a].Add(n)

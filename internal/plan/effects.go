@@ -89,6 +89,9 @@ type OwnWrite struct {
 	OldWM, NewWM string
 	First        string // the first record the write applied ("" when the item does not say)
 	Added        map[string]Number
+	// Fold: the write moved parked deltas (apply's fold), no record of the stream: what it
+	// added was in no image of the target and repeats nothing.
+	Fold bool
 }
 
 // Write is a version-guarded write of one target found by key: a copy (Set/Remove), a
@@ -136,6 +139,7 @@ type RecordPlan struct {
 	Seq     string
 	EventID string
 	Op      string // INSERT, MODIFY or REMOVE
+	Stream  string // the stream the record came from (its eventSourceARN)
 	PK      string // the record's partition key value
 	SK      string // the record's sort key value ("" for none)
 	Entity  string // the matched entity ("" for none)

@@ -35,7 +35,7 @@ func New(set *rules.Set) *Planner {
 // number): the caller fails the record with that reason.
 func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 	s := p.set
-	rp := RecordPlan{Seq: c.Seq, EventID: c.EventID, Op: c.Op.String()}
+	rp := RecordPlan{Seq: c.Seq, EventID: c.EventID, Op: c.Op.String(), Stream: c.Source}
 	pk, _ := c.Keys[s.Table.PartitionKey].(*types.AttributeValueMemberS)
 	if pk == nil {
 		return rp, fmt.Errorf("record %s: key attribute %s missing or not a string", c.EventID, s.Table.PartitionKey)

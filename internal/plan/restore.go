@@ -156,6 +156,9 @@ func ownRecord(self Key, aggs []*rules.CompiledRule, old, new record.Item) *OwnW
 	}
 	w.OldN, _ = WritesOf(old)
 	w.NewN, _ = WritesOf(new)
+	if fd, ok := new[rules.FoldAttr].(*types.AttributeValueMemberN); ok {
+		w.Fold = fd.Value == strconv.FormatUint(w.NewN, 10)
+	}
 	for _, r := range aggs {
 		if r.Watermark {
 			a := r.Agg.Attribute

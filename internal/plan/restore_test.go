@@ -59,3 +59,30 @@ func TestOwnWrite(t *testing.T) {
 		}
 	}
 }
+
+// A fold's write moves parked deltas no image held: a restore following Denorm's writes
+// after a replacement takes none of it for a repeat, and it is told from the others by
+// _dn_fd equal to the write count it leaves.
+func TestFollowPassesOverFolds(t *testing.T) {
+	item := func(n, wm, fd, count string) record.Item {
+		it := record.Item{rules.WritesAttr: &types.AttributeValueMemberN{Value: n}, rules.WatermarkAttr: &types.AttributeValueMemberN{Value: wm},
+			rules.FirstAttr: &types.AttributeValueMemberN{Value: "100"}, rules.LastFirstAttr: &types.AttributeValueMemberN{Value: "100"},
+			"commentCount": &types.AttributeValueMemberN{Value: count}}
+		if fd != "" {
+			it[rules.FoldAttr] = &types.AttributeValueMemberN{Value: fd}
+		}
+		return it
+	}
+	r := &rules.CompiledRule{Rule: rules.Rule{Name: "c", Agg: &rules.Aggregate{Attribute: "commentCount"}}, Watermark: true}
+	self := Key{PK: "POST#p1", SK: "METADATA"}
+	fold := ownRecord(self, []*rules.CompiledRule{r}, item("1", "120", "", "1"), item("2", "120", "2", "3"))
+	delta := ownRecord(self, []*rules.CompiledRule{r}, item("2", "120", "2", "3"), item("3", "120", "2", "4"))
+	if fold == nil || !fold.Fold || delta == nil || delta.Fold {
+		t.Fatalf("fold %+v, delta %+v: want the first a fold, the second not", fold, delta)
+	}
+	rep := &Replacement{OldWM: "150", NewWM: "120", NewN: 1}
+	s, straddle := rep.Follow([]*OwnWrite{fold, delta})
+	if s == nil || straddle || s.Repeats["commentCount"].String() != "1" {
+		t.Fatalf("Follow = %+v, %v; want repeats of 1 (the delta write's), none of the fold's 2", s, straddle)
+	}
+}

@@ -147,4 +147,8 @@ const (
 	// record shows, it tells a write that applied only records after a replaced image's
 	// watermark from one that applied records on both sides of it.
 	LastFirstAttr = ReservedPrefix + "_wl"
+	// FoldAttr is set, by a fold of a park into a watermarked target, to the write count the
+	// fold leaves: its stream record, and no other of Denorm's writes, has FoldAttr equal to
+	// WritesAttr in its NewImage.
+	FoldAttr = ReservedPrefix + "_fd"
 )
