@@ -34,14 +34,16 @@ type Stats struct {
 	ExtremesKept      int
 	ExtremeRecomputes int
 	// AmbiguousRestores: restores after which Denorm cannot tell which of its writes since
-	// the application's replacement were repeats; logged, the target is left to verify.
+	// the application's replacement were repeats, and folds that could not read the stream
+	// for what Denorm applied to the re-put target; logged, the target is left to verify.
 	AmbiguousRestores int
 	// RestoresDeferred: restores that could not tell yet and failed their record, to come
 	// again first in a batch holding the records of Denorm's writes after it.
 	RestoresDeferred int
 	// StreamFollows: restores that read on in the stream for the records of Denorm's writes
-	// after the application's write, which their batch did not hold; StreamFollowRecords is
-	// how many records those reads went through.
+	// after the application's write, which their batch did not hold, and folds that read on
+	// from the target's INSERT; StreamFollowRecords is how many records those reads went
+	// through.
 	StreamFollows, StreamFollowRecords int
 	// Refused counts the writes refused by their condition, per guard: DynamoDB bills each
 	// refused single-item write 1 WCU, so these are the writes worth avoiding.

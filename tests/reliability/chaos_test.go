@@ -40,13 +40,16 @@ func TestEachFaultAlone(t *testing.T) {
 }
 
 // Open in issue 14: the application class together with redelivery (every batch delivered
-// twice, crashes, lost responses, bisection). The restores read on in the stream for the
-// records of Denorm's writes after the application's, and a delete and re-put make one
-// replacement. At e3982b8 (2026-11-25) seeds 1 to 8 passed with zero drift alone, and seed
-// 3 three times more with three runs at once; but seed 3 drifted by one in `bash .ci/run` at
-// 8fcaf39, on an emulator that had run the other packages first: USER#u0005 commentCount
-// 28, want 27, a user re-put with its counters at 0 and later deleted and put back. Its
-// summary's "restores" line now says whether a restore was ambiguous (the documented limit).
+// twice, crashes, lost responses, bisection). On 2026-11-25 at 43db0f9 seeds 1 to 8 ran
+// once each beside a soak: seeds 6 and 7 drifted (POST#p0006 commentCount 10, want 8;
+// FOLDER#f0000 fileCount 7, want 6), and looping them with DENORM_CHAOS_TRACE found two
+// holes, closed in 85a5965 (an item written back from an earlier incarnation taken for one
+// of Denorm's writes) and 6c4fd3a (a fold adding again what Denorm had applied to the re-put
+// target). At 6c4fd3a seeds 1 to 8 passed with zero drift and seed 7 again, but seed 6
+// drifted in 2 of its 12 runs: GROUP#g0002 memberCount -20, want 3 (deleted and re-put twice) and
+// POST#p0012 commentCount 1, want 9 (deleted and re-put as read before, _dn_* included; the
+// same target drifted the same way at 85a5965). Not traced yet: DENORM_CHAOS_SEED=6
+// DENORM_CHAOS_TRACE='POST#p0012,GROUP#*', a few runs, drifts about one run in five.
 //
 // Skipped unless DENORM_KNOWN_BUGS=1.
 func TestApplicationUnderRedelivery(t *testing.T) {
