@@ -365,18 +365,12 @@ func TestReadOnOutOfTime(t *testing.T) {
 			}
 			e := newEnv(t, opt)
 			e.api.failAfter = -1
-			e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ada"})
-			e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
-			comment := func(id string) {
-				e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#" + id, "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#" + id, "likes": "3", "status": "visible"})
-			}
-			comment("c0")
-			e.drain(100, e.lambdaLike)
-			comment("c1")
-			comment("c2")
+			e.postWithAComment()
+			e.postComment("c1")
+			e.postComment("c2")
 			batch := e.records()
 			e.lambdaLike(batch)
-			comment("c3")
+			e.postComment("c3")
 			beforeIt := e.records()
 			e.put(map[string]string{"pk": "MISC#1", "sk": "x"})                         // no rule's
 			e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"}) // wiped
@@ -457,24 +451,14 @@ func TestRestoreOntoALaterReplacement(t *testing.T) {
 		t.Run(second, func(t *testing.T) {
 			e := newEnv(t, apply.Options{})
 			e.api.failAfter = -1
-			comment := func(id string) {
-				e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#" + id, "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#" + id, "likes": "3", "status": "visible"})
-			}
-			e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ada"})
-			e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
-			comment("c0")
-			e.drain(100, e.lambdaLike)
-			read, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &e.table, ConsistentRead: aws.Bool(true),
-				Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "POST#p1"}, "sk": &types.AttributeValueMemberS{Value: "METADATA"}}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			e.postWithAComment()
+			read := e.get("POST#p1", "METADATA")
 
-			comment("c1")
+			e.postComment("c1")
 			c1 := e.records()
 			e.lambdaLike(c1)
 			if second != "as read before" {
-				comment("c2")
+				e.postComment("c2")
 			}
 			c2 := e.records() // Denorm's write of c1 (then c2)
 			e.del("POST#p1", "METADATA")
@@ -488,7 +472,7 @@ func TestRestoreOntoALaterReplacement(t *testing.T) {
 				e.del("POST#p1", "METADATA")
 				e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
 			default:
-				if _, err := e.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &e.table, Item: read.Item}); err != nil {
+				if _, err := e.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &e.table, Item: read}); err != nil {
 					t.Fatal(err)
 				}
 				e.lambdaLike(c1) // and again, onto the item as read before
@@ -509,27 +493,16 @@ func TestRestoreOntoALaterReplacement(t *testing.T) {
 func TestWrittenBackFromAnEarlierIncarnation(t *testing.T) {
 	e := newEnv(t, apply.Options{})
 	e.api.failAfter = -1
-	comment := func(id string) {
-		e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#" + id, "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#" + id, "likes": "3", "status": "visible"})
-	}
-	e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ada"})
-	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
-	comment("c0")
-	e.drain(100, e.lambdaLike)
-	comment("c1")
+	e.postWithAComment()
+	e.postComment("c1")
 	c1 := e.records()
 	e.lambdaLike(c1)
 	e.drain(100, e.lambdaLike) // the post's write count is 2
-	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "POST#p1"}, "sk": &types.AttributeValueMemberS{Value: "METADATA"}}
-	read, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &e.table, ConsistentRead: aws.Bool(true), Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := e.get("POST#p1", "METADATA")
 	e.del("POST#p1", "METADATA")
 	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
 	e.lambdaLike(c1)         // delivered again onto the new item: write count 1, the same watermark
 	recreated := e.records() // the delete, the re-put and Denorm's write of c1 again
-	back := read.Item
 	delete(back, "commentCount")
 	delete(back, "likeTotal")
 	if _, err := e.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &e.table, Item: back}); err != nil {
@@ -551,13 +524,10 @@ func TestFoldAfterTheParkedRecordsReachedTheTarget(t *testing.T) {
 		t.Run(later, func(t *testing.T) {
 			e := newEnv(t, apply.Options{})
 			e.api.failAfter = -1
-			e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ada"})
-			e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
-			e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#c0", "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#c0", "likes": "3", "status": "visible"})
-			e.drain(100, e.lambdaLike)
+			e.postWithAComment()
 			e.del("POST#p1", "METADATA")
 			removed := e.records()
-			e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#c1", "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#c1", "likes": "3", "status": "visible"})
+			e.postComment("c1")
 			c1 := e.records()
 			e.lambdaLike(removed)
 			e.lambdaLike(c1) // the post is missing: parked
@@ -571,7 +541,7 @@ func TestFoldAfterTheParkedRecordsReachedTheTarget(t *testing.T) {
 				e.del("POST#p1", "METADATA")
 				e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
 			}
-			e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#c2", "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#c2", "likes": "3", "status": "visible"})
+			e.postComment("c2")
 			rest := e.records() // Denorm's write of c1, the rewrite, c2
 			e.lambdaLike(reput)
 			e.lambdaLike(rest)
@@ -579,4 +549,19 @@ func TestFoldAfterTheParkedRecordsReachedTheTarget(t *testing.T) {
 			e.check()
 		})
 	}
+}
+
+// postWithAComment puts user u1, post p1 and comment c0 and applies them.
+func (e *env) postWithAComment() {
+	e.t.Helper()
+	e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ada"})
+	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+	e.postComment("c0")
+	e.drain(100, e.lambdaLike)
+}
+
+// postComment puts comment id on post p1 by u1: visible, 3 likes.
+func (e *env) postComment(id string) {
+	e.t.Helper()
+	e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#" + id, "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#" + id, "likes": "3", "status": "visible"})
 }
