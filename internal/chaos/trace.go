@@ -14,8 +14,9 @@ import (
 )
 
 // traceKey, from DENORM_CHAOS_TRACE, is a partition key ("*" for every one; "FOLDER#*" for
-// every one it begins; several separated by commas: "USER#u0042,USER#u0084") whose records,
-// its park's, and the records that name it in another attribute,
+// every one it begins; several separated by commas: "USER#u0042,USER#u0084") whose records
+// (a relay item's deltas included: maps of Denorm's are printed whole), and the records
+// that name it in another attribute,
 // every invocation prints to stderr with its outcome: a debugging aid for a drifted target
 // (its sources, the application's writes and Denorm's own writes share its partition in
 // watermark mode). A prefix traces a kind of target whose drifting one is not known ahead.
@@ -43,7 +44,7 @@ func trace(batch []json.RawMessage, outcome string) {
 			continue
 		}
 		pk, _ := c.Keys["pk"].(*types.AttributeValueMemberS)
-		if pk == nil || (traceKey != "*" && !traced(strings.TrimPrefix(pk.Value, rules.ParkPrefix)) && !links(c.Old) && !links(c.New)) {
+		if pk == nil || (traceKey != "*" && !traced(pk.Value) && !links(c.Old) && !links(c.New)) {
 			continue
 		}
 		sk, _ := c.Keys["sk"].(*types.AttributeValueMemberS)
