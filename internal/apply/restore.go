@@ -50,6 +50,12 @@ func (r *run) newRestore(t *plan.TargetDeltas) *restore {
 		if len(rs.adjust) > 0 {
 			r.count(func(s *Stats) { s.Compensated++ })
 		}
+	case rs.rep != nil && rs.rep.Since != nil:
+		// The batch shows Denorm wrote the item since the application's write, so the item
+		// as that write left it is gone: a later write of the application that left the
+		// same marks (its counters and _dn_* omitted again) must not pass for it. Expect
+		// the item as the last of those writes left it, and take out what they repeated.
+		rs.expect, rs.adjust = &rs.rep.Since.WM, rs.rep.Since.Repeats
 	case rs.rep != nil:
 		rs.expect = &rs.rep.NewWM
 	default:
