@@ -454,9 +454,7 @@ func TestRestoreOntoALaterReplacement(t *testing.T) {
 			e.postWithAComment()
 			read := e.get("POST#p1", "METADATA")
 
-			e.postComment("c1")
-			c1 := e.records()
-			e.lambdaLike(c1)
+			c1 := e.applyComment("c1")
 			if second != "as read before" {
 				e.postComment("c2")
 			}
@@ -494,9 +492,7 @@ func TestWrittenBackFromAnEarlierIncarnation(t *testing.T) {
 	e := newEnv(t, apply.Options{})
 	e.api.failAfter = -1
 	e.postWithAComment()
-	e.postComment("c1")
-	c1 := e.records()
-	e.lambdaLike(c1)
+	c1 := e.applyComment("c1")
 	e.drain(100, e.lambdaLike) // the post's write count is 2
 	back := e.get("POST#p1", "METADATA")
 	e.del("POST#p1", "METADATA")
@@ -575,9 +571,7 @@ func TestReplacedTwiceTheSameWay(t *testing.T) {
 	e := newEnv(t, apply.Options{})
 	e.api.failAfter = -1
 	e.postWithAComment()
-	e.postComment("c1")
-	c1 := e.records()
-	e.lambdaLike(c1)
+	c1 := e.applyComment("c1")
 	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
 	e.lambdaLike(c1) // delivered again onto the replaced post
 	first := e.records()
@@ -585,4 +579,14 @@ func TestReplacedTwiceTheSameWay(t *testing.T) {
 	e.lambdaLike(first)
 	e.drain(100, e.lambdaLike)
 	e.check()
+}
+
+// applyComment puts comment id on post p1 and delivers its records once; it returns them,
+// to deliver again.
+func (e *env) applyComment(id string) []json.RawMessage {
+	e.t.Helper()
+	e.postComment(id)
+	recs := e.records()
+	e.lambdaLike(recs)
+	return recs
 }
