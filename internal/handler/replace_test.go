@@ -590,3 +590,39 @@ func (e *env) applyComment(id string) []json.RawMessage {
 	e.lambdaLike(recs)
 	return recs
 }
+
+// A delete of the post and its re-put with counter values (an application writing the item
+// back as it read it, or with counts of its own), in one batch with a record between them
+// that fails (its write is throttled): the batch comes again from that record, the re-put
+// with it. The pair was applied as one replacement; the re-put alone must not undo its
+// counter values a second time (the 30,000-operation soak with seed 3: USER#u0108
+// postCount -7, want 5).
+func TestDeletedAndPutBackWithCountsThenRedeliveredFromBetween(t *testing.T) {
+	for _, counts := range []string{"as read", "wrong", "none"} {
+		t.Run(counts, func(t *testing.T) {
+			e := newEnv(t, apply.Options{})
+			e.api.failAfter = -1
+			e.postWithAComment()
+			e.put(map[string]string{"pk": "POST#p2", "sk": "METADATA", "userId": "u1"})
+			e.drain(100, e.lambdaLike)
+			read := e.get("POST#p1", "METADATA")
+			e.del("POST#p1", "METADATA")
+			e.put(map[string]string{"pk": "POST#p2", "sk": "COMMENT#x1", "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#x1", "likes": "2", "status": "visible"})
+			switch counts {
+			case "as read":
+				if _, err := e.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &e.table, Item: read}); err != nil {
+					t.Fatal(err)
+				}
+			case "wrong":
+				e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1", "commentCount": "5", "likeTotal": "12"})
+			default:
+				e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+			}
+			batch := e.records()
+			e.failingOn("POST#p2", batch, 1)
+			e.lambdaLike(batch[1:]) // from the failed record: the re-put again
+			e.drain(100, e.lambdaLike)
+			e.check()
+		})
+	}
+}

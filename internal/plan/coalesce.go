@@ -358,8 +358,11 @@ func MaxSeq(a, b string) string {
 
 // pairReplacements makes a delete of the target and the application's INSERT of it later
 // in the batch one replacement, as a MODIFY would be: the delete's restore adds the deleted
-// image's value less what the new item holds, expects the item as the INSERT left it, and
-// learns what Denorm wrote onto it since (a batch delivered again onto the new item). An
+// image's value, the INSERT's entry takes out what the new item holds; the restore expects
+// the item as the INSERT left it, and learns what Denorm wrote onto it since (a batch
+// delivered again onto the new item). The INSERT keeps its own entry, zero or not, so the
+// write's watermark covers it: the batch may come again from a record between the two (one
+// that failed), and the INSERT alone would undo the new item's values a second time. An
 // INSERT without a delete before it keeps only a non-zero amount (undoing counter values
 // the application wrote).
 func (t *TargetDeltas) pairReplacements() {
@@ -372,14 +375,13 @@ func (t *TargetDeltas) pairReplacements() {
 		paired := false
 		for i := len(kept) - 1; i >= 0; i-- {
 			if d := &kept[i]; d.Removal && d.Rule == e.Rule {
-				d.Amount = d.Amount.Add(e.Amount)
 				d.Replaced = &Replacement{OldWM: d.Covers, NewWM: e.Replaced.NewWM, New: e.Replaced.New, NewN: e.Replaced.NewN,
 					Source: e.Replaced.Source, AtRec: e.Rec, At: e.Seq}
 				d.Removal, paired = false, true
 				break
 			}
 		}
-		if paired || e.Amount.IsZero() {
+		if !paired && e.Amount.IsZero() {
 			continue
 		}
 		e.Replaced = nil
