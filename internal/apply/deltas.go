@@ -58,8 +58,7 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 			create = true
 		}
 		// Until it is found missing, the target must exist; a zero net never creates it.
-		err := r.updateCounters(r.x.key(t.Target), "updating counters on "+t.Target.PK+" "+t.Target.SK,
-			attrs, minSeq, maxSeq, !create || zero, rs.expect, rs.fresh)
+		err := r.updateCounters(t, attrs, minSeq, maxSeq, !create || zero, rs)
 		cf, ok := isCondFailed(err)
 		if !ok {
 			return rec, err
@@ -100,15 +99,22 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 	return firstRec(t, wm), fmt.Errorf("counter update on %s %s: watermark kept moving", t.Target.PK, t.Target.SK)
 }
 
-// updateCounters ADDs attrs to the target at key and advances its watermark to maxSeq, on
-// condition that the watermark is absent or below minSeq (with expect, that it is exactly
-// that, "" for absent; without needExists, a missing item is created). It records the first
-// sequence number applied since the item was written by the application, which a later
-// restore or fold needs, and adds one to the write count, which tells this write from the
-// application's in the stream.
-func (r *run) updateCounters(key map[string]types.AttributeValue, what string, attrs []plan.AttrAmount, minSeq, maxSeq string, needExists bool, expect *string, fresh bool) error {
+// updateCounters ADDs attrs to t's target and advances its watermark to maxSeq, on
+// condition that the watermark is absent or below minSeq (with the restore's expect, that it
+// is exactly that, "" for absent; with fresh, that Denorm never wrote it; without
+// needExists, a missing item is created). It records the first sequence number applied
+// since the item was written by the application, which a later restore or fold needs, the
+// delete whose image it restores, if any, which a later fold needs, and adds one to the
+// write count, which tells this write from the application's in the stream.
+func (r *run) updateCounters(t *plan.TargetDeltas, attrs []plan.AttrAmount, minSeq, maxSeq string, needExists bool, rs *restore) error {
 	x := r.x
+	key, what := x.key(t.Target), "updating counters on "+t.Target.PK+" "+t.Target.SK
+	expect, fresh := rs.expect, rs.fresh
 	var ub expression.UpdateBuilder
+	if del, covers := t.Restored(minSeq, maxSeq); del != "" {
+		ub = ub.Set(expression.Name(rules.RestoredAttr), num(record.NormSeq(del)))
+		ub = ub.Set(expression.Name(rules.RestoredCoversAttr), num(record.NormSeq(covers)))
+	}
 	for _, a := range attrs {
 		if !a.Amount.IsZero() {
 			ub = ub.Add(expression.Name(a.Attribute), num(a.Amount.String()))

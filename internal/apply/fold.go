@@ -125,8 +125,13 @@ func (r *run) foldItems(g *plan.FoldGroup, park, target map[string]types.Attribu
 	}
 	sort.Strings(names)
 	// A restore's entry (a deleted target's aggregates) covers the records its image
-	// holds, as does the restore of g's own record: their parked entries were counted.
+	// holds, as does the restore of g's own record: their parked entries were counted. So
+	// does the restore of a delete before g's record applied onto the item put back: the
+	// item says so, or, once written again, the stream (applied).
 	covers := g.Covers
+	if rd := record.SeqOf(target[rules.RestoredAttr]); rd != "" && record.CompareSeq(rd, g.Seq) < 0 {
+		covers = plan.MaxSeq(covers, record.SeqOf(target[rules.RestoredCoversAttr]))
+	}
 	for _, name := range names {
 		if seq, ok := strings.CutPrefix(name, rules.ParkEntryPrefix); ok && record.CompareSeq(seq, g.Seq) < 0 {
 			if m, _ := park[name].(*types.AttributeValueMemberM); m != nil {
@@ -295,7 +300,9 @@ func reasons(c *types.TransactionCanceledException) string {
 // application had put it back. The target's [_dn_wf, _dn_wm] shows it until the
 // application writes the target again; a processor far behind reads the item only later.
 // The stream keeps it: each of Denorm's writes of the target after g's record (but folds)
-// applied every record from its _dn_wl to its watermark. It is read on the first call,
+// applied every record from its _dn_wl to its watermark, and one that restored the image
+// of a delete before g's record brought back every record up to that image's watermark
+// (_dn_rd, _dn_rc). It is read on the first call,
 // once per fold attempt, from the index of what was read before. Without a reader, or when
 // the read fails, a record counts as not applied, as the item alone would say, and the
 // fold is logged and counted as ambiguous.
@@ -308,7 +315,7 @@ func (r *run) appliedSince(g *plan.FoldGroup) func(seq string) bool {
 			ranges = r.appliedRanges(g)
 		}
 		for _, rg := range ranges {
-			if record.CompareSeq(rg[0], seq) <= 0 && record.CompareSeq(seq, rg[1]) <= 0 {
+			if (rg[0] == "" || record.CompareSeq(rg[0], seq) <= 0) && record.CompareSeq(seq, rg[1]) <= 0 {
 				return true
 			}
 		}
@@ -317,7 +324,9 @@ func (r *run) appliedSince(g *plan.FoldGroup) func(seq string) bool {
 }
 
 // appliedRanges is, for each of Denorm's writes of g's target after g's record in the
-// stream but folds, the first and last record it applied.
+// stream but folds, the first and last record it applied; and for each of them that
+// restored the image of a delete before g's record (applied alone, onto the item put
+// back), every record up to that image's watermark ("" first), which the image held.
 func (r *run) appliedRanges(g *plan.FoldGroup) [][2]string {
 	if r.x.opt.Stream == nil || g.Source == "" {
 		return nil
@@ -329,8 +338,15 @@ func (r *run) appliedRanges(g *plan.FoldGroup) [][2]string {
 		if err != nil {
 			return true
 		}
-		if w, ok := rp.WriteOf(g.Target); ok && w != nil && !w.Fold && w.First != "" {
+		w, ok := rp.WriteOf(g.Target)
+		if !ok || w == nil || w.Fold {
+			return true
+		}
+		if w.First != "" {
 			out = append(out, [2]string{w.First, w.NewWM})
+		}
+		if w.Restored != "" && w.Covers != "" && record.CompareSeq(w.Restored, g.Seq) < 0 {
+			out = append(out, [2]string{"", w.Covers})
 		}
 		return true
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -36,6 +37,16 @@ type restore struct {
 	adjust  map[string]plan.Number // per attribute, taken out of the deltas
 	fresh   bool                   // the target must carry no write count of Denorm's
 	readOn  bool                   // the stream was read for the replacement
+	prior   []priorRepeats         // earlier application writes of the group, closed by a later one
+}
+
+// priorRepeats is what Denorm's writes after an application's write that is not the group's
+// last applied again (Since.Repeats, known to its end: the next write of the application's
+// closes the chain). The image the next write brings back, or the image a delete restores,
+// holds them, so they are taken out as the last replacement's are.
+type priorRepeats struct {
+	seq     string
+	repeats map[string]plan.Number
 }
 
 func (r *run) newRestore(t *plan.TargetDeltas) *restore {
@@ -63,6 +74,14 @@ func (r *run) newRestore(t *plan.TargetDeltas) *restore {
 			rs.removed, rs.fresh = e, true
 		}
 	}
+	for _, e := range t.Entries {
+		if e.Replaced == nil || e.Seq == rs.repSeq || e.Replaced.Since == nil || !e.Replaced.Since.Done {
+			continue
+		}
+		if n := len(rs.prior); n == 0 || rs.prior[n-1].seq != e.Seq { // one per record, not per rule
+			rs.prior = append(rs.prior, priorRepeats{seq: e.Seq, repeats: e.Replaced.Since.Repeats})
+		}
+	}
 	return rs
 }
 
@@ -75,6 +94,7 @@ func (rs *restore) appliedBelow(minSeq string) {
 	if rs.removed != nil && record.CompareSeq(rs.removed.Seq, minSeq) < 0 {
 		rs.dropRemoval()
 	}
+	rs.prior = slices.DeleteFunc(rs.prior, func(p priorRepeats) bool { return record.CompareSeq(p.seq, minSeq) < 0 })
 }
 
 // dropRemoval drops a delete's restore: the deltas apply as they are.
@@ -84,10 +104,16 @@ func (rs *restore) dropRemoval() {
 
 // takeOut takes what repeated out of attrs.
 func (rs *restore) takeOut(attrs []plan.AttrAmount) []plan.AttrAmount {
-	for i := range attrs {
-		if d, ok := rs.adjust[attrs[i].Attribute]; ok {
-			attrs[i].Amount = attrs[i].Amount.Sub(d)
+	sub := func(repeats map[string]plan.Number) {
+		for i := range attrs {
+			if d, ok := repeats[attrs[i].Attribute]; ok {
+				attrs[i].Amount = attrs[i].Amount.Sub(d)
+			}
 		}
+	}
+	sub(rs.adjust)
+	for _, p := range rs.prior {
+		sub(p.repeats)
 	}
 	return attrs
 }

@@ -626,3 +626,46 @@ func TestDeletedAndPutBackWithCountsThenRedeliveredFromBetween(t *testing.T) {
 		})
 	}
 }
+
+// Two replacements of the post in one batch, with Denorm's write between them: the post
+// deleted and put back wiped, a batch delivered again onto it (a repeat: the deleted image
+// held it), then wiped again. The second restore brings back an image that holds the
+// repeat; the first's chain, closed by the second write, says what repeated, and both are
+// taken out (TestApplicationUnderRedelivery seed 6: FOLDER#f0001 fileCount 22, want 14).
+func TestRepeatBetweenTwoReplacements(t *testing.T) {
+	e := newEnv(t, apply.Options{})
+	e.api.failAfter = -1
+	e.postWithAComment()
+	c1 := e.applyComment("c1")
+	e.drain(100, e.lambdaLike)
+	e.del("POST#p1", "METADATA")
+	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+	e.lambdaLike(c1) // delivered again onto the new post
+	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
+	e.lambdaLike(e.records()) // the delete, the re-put, Denorm's write of c1 again, the wipe
+	e.drain(100, e.lambdaLike)
+	e.check()
+}
+
+// A comment parked while its post was deleted (a batch delivered again), the delete's
+// restore applied onto the post put back (alone in its batch), and the re-put's fold in a
+// later batch: the deleted image held the parked comment, so the fold leaves it out, as it
+// does when the restore's own entry was parked (TestApplicationUnderRedelivery seed 6:
+// POST#p0006 commentCount 10, want 8).
+func TestFoldAfterTheDeleteWasRestoredOntoTheNewItem(t *testing.T) {
+	e := newEnv(t, apply.Options{})
+	e.api.failAfter = -1
+	e.postWithAComment()
+	c1 := e.applyComment("c1")
+	e.drain(100, e.lambdaLike)
+	e.del("POST#p1", "METADATA")
+	removed := e.records()
+	e.lambdaLike(c1) // delivered again: the post is missing, parked
+	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1", "commentCount": "0"})
+	e.postComment("c2")
+	rest := e.records()
+	e.lambdaLike(removed) // restored onto the post put back
+	e.lambdaLike(rest)    // the re-put's fold, then c2
+	e.drain(100, e.lambdaLike)
+	e.check()
+}

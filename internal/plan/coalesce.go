@@ -188,6 +188,21 @@ func (t *TargetDeltas) Sum(wm string) (attrs []AttrAmount, minSeq, maxSeq string
 	return attrs, minSeq, maxSeq, create
 }
 
+// Restored is the last delete of the target among the entries Sum took (minSeq to maxSeq)
+// whose image a write of them restores (a delete alone, or paired with its re-put), and
+// that image's watermark; "" when there is none.
+func (t *TargetDeltas) Restored(minSeq, maxSeq string) (del, covers string) {
+	for _, e := range t.Entries {
+		if e.Covers == "" || !(e.Removal || (e.Replaced != nil && e.Replaced.At != "")) {
+			continue
+		}
+		if record.CompareSeq(e.Seq, minSeq) >= 0 && record.CompareSeq(e.Seq, maxSeq) <= 0 {
+			del, covers = e.Seq, e.Covers
+		}
+	}
+	return del, covers
+}
+
 // AttrAmount is a coalesced delta to one attribute. Deltas that may create a missing
 // target and deltas that may not are kept apart: a missing target parks the second kind.
 type AttrAmount struct {

@@ -92,6 +92,9 @@ type OwnWrite struct {
 	// Fold: the write moved parked deltas (apply's fold), no record of the stream: what it
 	// added was in no image of the target and repeats nothing.
 	Fold bool
+	// Restored and Covers: the write restored the image of the target deleted at record
+	// Restored, which held every record up to Covers ("" when it restored none).
+	Restored, Covers string
 }
 
 // Write is a version-guarded write of one target found by key: a copy (Set/Remove), a

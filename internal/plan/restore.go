@@ -159,6 +159,9 @@ func ownRecord(self Key, aggs []*rules.CompiledRule, old, new record.Item) *OwnW
 	if fd, ok := new[rules.FoldAttr].(*types.AttributeValueMemberN); ok {
 		w.Fold = fd.Value == strconv.FormatUint(w.NewN, 10)
 	}
+	if rd := record.SeqOf(new[rules.RestoredAttr]); rd != "" && rd != record.SeqOf(old[rules.RestoredAttr]) {
+		w.Restored, w.Covers = rd, record.SeqOf(new[rules.RestoredCoversAttr])
+	}
 	for _, r := range aggs {
 		if r.Watermark {
 			a := r.Agg.Attribute

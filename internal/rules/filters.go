@@ -151,4 +151,10 @@ const (
 	// fold leaves: its stream record, and no other of Denorm's writes, has FoldAttr equal to
 	// WritesAttr in its NewImage.
 	FoldAttr = ReservedPrefix + "_fd"
+	// RestoredAttr and RestoredCoversAttr are set, by a write that restores a deleted
+	// target's image onto the item put back (the delete's record applied to it), to the
+	// delete's sequence number and the image's watermark: the image held every record up
+	// to it, so a fold of what was parked for the item leaves those records out.
+	RestoredAttr       = ReservedPrefix + "_rd"
+	RestoredCoversAttr = ReservedPrefix + "_rc"
 )
