@@ -449,9 +449,7 @@ func (slowStream) After(ctx context.Context, _, _ string, _ map[string]string, _
 func TestRestoreOntoALaterReplacement(t *testing.T) {
 	for _, second := range []string{"wiped", "deleted and put back", "as read before"} {
 		t.Run(second, func(t *testing.T) {
-			e := newEnv(t, apply.Options{})
-			e.api.failAfter = -1
-			e.postWithAComment()
+			e := newPostEnv(t)
 			read := e.get("POST#p1", "METADATA")
 
 			c1 := e.applyComment("c1")
@@ -489,11 +487,7 @@ func TestRestoreOntoALaterReplacement(t *testing.T) {
 // not Denorm's, and what it wiped is restored. Before firstsFollow it was taken for one of
 // Denorm's writes and the post ended with no comment count.
 func TestWrittenBackFromAnEarlierIncarnation(t *testing.T) {
-	e := newEnv(t, apply.Options{})
-	e.api.failAfter = -1
-	e.postWithAComment()
-	c1 := e.applyComment("c1")
-	e.drain(100, e.lambdaLike) // the post's write count is 2
+	e, c1 := postWithTwoComments(t) // the post's write count is 2
 	back := e.get("POST#p1", "METADATA")
 	e.del("POST#p1", "METADATA")
 	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
@@ -518,9 +512,7 @@ func TestWrittenBackFromAnEarlierIncarnation(t *testing.T) {
 func TestFoldAfterTheParkedRecordsReachedTheTarget(t *testing.T) {
 	for _, later := range []string{"wiped", "deleted and put back"} {
 		t.Run(later, func(t *testing.T) {
-			e := newEnv(t, apply.Options{})
-			e.api.failAfter = -1
-			e.postWithAComment()
+			e := newPostEnv(t)
 			e.del("POST#p1", "METADATA")
 			removed := e.records()
 			e.postComment("c1")
@@ -547,6 +539,23 @@ func TestFoldAfterTheParkedRecordsReachedTheTarget(t *testing.T) {
 	}
 }
 
+// newPostEnv is a new env (no injected failures) with post p1 and its comment c0 applied.
+func newPostEnv(t *testing.T) *env {
+	e := newEnv(t, apply.Options{})
+	e.api.failAfter = -1
+	e.postWithAComment()
+	return e
+}
+
+// postWithTwoComments is newPostEnv with comment c1 applied too; it returns c1's records,
+// to deliver again.
+func postWithTwoComments(t *testing.T) (*env, []json.RawMessage) {
+	e := newPostEnv(t)
+	c1 := e.applyComment("c1")
+	e.drain(100, e.lambdaLike)
+	return e, c1
+}
+
 // postWithAComment puts user u1, post p1 and comment c0 and applies them.
 func (e *env) postWithAComment() {
 	e.t.Helper()
@@ -568,9 +577,7 @@ func (e *env) postComment(id string) {
 // replacement left its item, and must not pass for it (the 30,000-operation soak with
 // seed 3: USER#u0147 commentCount 26, want 24).
 func TestReplacedTwiceTheSameWay(t *testing.T) {
-	e := newEnv(t, apply.Options{})
-	e.api.failAfter = -1
-	e.postWithAComment()
+	e := newPostEnv(t)
 	c1 := e.applyComment("c1")
 	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
 	e.lambdaLike(c1) // delivered again onto the replaced post
@@ -600,9 +607,7 @@ func (e *env) applyComment(id string) []json.RawMessage {
 func TestDeletedAndPutBackWithCountsThenRedeliveredFromBetween(t *testing.T) {
 	for _, counts := range []string{"as read", "wrong", "none"} {
 		t.Run(counts, func(t *testing.T) {
-			e := newEnv(t, apply.Options{})
-			e.api.failAfter = -1
-			e.postWithAComment()
+			e := newPostEnv(t)
 			e.put(map[string]string{"pk": "POST#p2", "sk": "METADATA", "userId": "u1"})
 			e.drain(100, e.lambdaLike)
 			read := e.get("POST#p1", "METADATA")
@@ -633,11 +638,7 @@ func TestDeletedAndPutBackWithCountsThenRedeliveredFromBetween(t *testing.T) {
 // repeat; the first's chain, closed by the second write, says what repeated, and both are
 // taken out (TestApplicationUnderRedelivery seed 6: FOLDER#f0001 fileCount 22, want 14).
 func TestRepeatBetweenTwoReplacements(t *testing.T) {
-	e := newEnv(t, apply.Options{})
-	e.api.failAfter = -1
-	e.postWithAComment()
-	c1 := e.applyComment("c1")
-	e.drain(100, e.lambdaLike)
+	e, c1 := postWithTwoComments(t)
 	e.del("POST#p1", "METADATA")
 	e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA", "userId": "u1"})
 	e.lambdaLike(c1) // delivered again onto the new post
@@ -653,11 +654,7 @@ func TestRepeatBetweenTwoReplacements(t *testing.T) {
 // does when the restore's own entry was parked (TestApplicationUnderRedelivery seed 6:
 // POST#p0006 commentCount 10, want 8).
 func TestFoldAfterTheDeleteWasRestoredOntoTheNewItem(t *testing.T) {
-	e := newEnv(t, apply.Options{})
-	e.api.failAfter = -1
-	e.postWithAComment()
-	c1 := e.applyComment("c1")
-	e.drain(100, e.lambdaLike)
+	e, c1 := postWithTwoComments(t)
 	e.del("POST#p1", "METADATA")
 	removed := e.records()
 	e.lambdaLike(c1) // delivered again: the post is missing, parked
