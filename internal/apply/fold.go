@@ -302,7 +302,7 @@ func reasons(c *types.TransactionCanceledException) string {
 // The stream keeps it: each of Denorm's writes of the target after g's record (but folds)
 // applied every record from its _dn_wl to its watermark, and one that restored the image
 // of a delete before g's record brought back every record up to that image's watermark
-// (_dn_rd, _dn_rc). It is read on the first call,
+// (_dn_xd, _dn_xc). It is read on the first call,
 // once per fold attempt, from the index of what was read before. Without a reader, or when
 // the read fails, a record counts as not applied, as the item alone would say, and the
 // fold is logged and counted as ambiguous.

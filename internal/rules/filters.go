@@ -155,6 +155,6 @@ const (
 	// target's image onto the item put back (the delete's record applied to it), to the
 	// delete's sequence number and the image's watermark: the image held every record up
 	// to it, so a fold of what was parked for the item leaves those records out.
-	RestoredAttr       = ReservedPrefix + "_rd"
-	RestoredCoversAttr = ReservedPrefix + "_rc"
+	RestoredAttr       = ReservedPrefix + "_xd"
+	RestoredCoversAttr = ReservedPrefix + "_xc"
 )
