@@ -54,7 +54,7 @@ func runCheckTable(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	client, _ := awsconf.Clients(cfg, *endpoint != "")
+	client := awsconf.DynamoDB(cfg, *endpoint != "")
 	return checkTable(ctx, os.Stdout, client, *name, f.Table)
 }
 

@@ -25,7 +25,7 @@ func init() {
 // write); without it, everything the rules named by --only wrote. Run it after the stream
 // processor with the new rules is deployed and the old version's invocations are over.
 func runCleanup(ctx context.Context, args []string) error {
-	fs := newFlags("cleanup", "(OLD.yaml | --rules OLD.yaml) --table NAME [--new NEW.yaml] [--only RULE,...] [--endpoint URL] [--max-wcu N] [--dry-run] [--json]")
+	fs := newFlags("cleanup", "(OLD.yaml | --rules OLD.yaml) --table NAME [--new NEW.yaml] [--only RULE,...] [--legacy] [--endpoint URL] [--max-wcu N] [--dry-run] [--json]")
 	rulesFlag := fs.String("rules", "", "the rules file the removed rules are in: the deployed one before the change")
 	newFile := fs.String("new", "", "the rules file deployed now: only what it no longer writes is removed (as denorm diff lists it)")
 	tableName := fs.String("table", "", "table name (required)")
@@ -34,6 +34,7 @@ func runCleanup(ctx context.Context, args []string) error {
 	segments := fs.Int("segments", 4, "parallel scan segments")
 	pageSize := fs.Int("page-size", 100, "items per Scan page (0: DynamoDB's 1 MB pages)")
 	maxWCU := fs.Float64("max-wcu", 100, "write capacity units per second the writes may consume (0: no limit)")
+	legacy := fs.Bool("legacy", false, "also remove what Denorm versions before state items kept: "+strings.Join(rules.LegacyTargetAttrs, ", ")+" on targets, park items and relay items in the targets' partitions (docs/operations.md, \"Upgrading to state items\")")
 	dryRun := fs.Bool("dry-run", false, "write nothing: report what would be removed")
 	asJSON := fs.Bool("json", false, "print the report as JSON on stdout")
 	examples := fs.Int("examples", 5, "items shown per rule")
@@ -51,8 +52,8 @@ func runCleanup(ctx context.Context, args []string) error {
 	}
 	names := splitNames(*only)
 	switch {
-	case *newFile == "" && len(names) == 0:
-		return usageError(fs, "name the rules to clean up with --only, or give the deployed rules with --new NEW.yaml")
+	case *newFile == "" && len(names) == 0 && !*legacy:
+		return usageError(fs, "name the rules to clean up with --only, give the deployed rules with --new NEW.yaml, or clean up the layout before state items with --legacy")
 	case *segments < 1 || *segments > 1000000:
 		return &exitError{code: 2, err: fmt.Errorf("--segments %d: want 1 to 1000000", *segments)}
 	case *maxWCU < 0 || *pageSize < 0 || *examples < 0:
@@ -65,21 +66,24 @@ func runCleanup(ctx context.Context, args []string) error {
 	if unknown := unknownRules(oldF, names); len(unknown) > 0 {
 		return &exitError{code: 2, err: &ops.UnknownRulesError{Path: oldPath, Unknown: unknown, Known: ruleNames(oldF)}}
 	}
-	newF, err := cleanupTarget(oldF, *newFile, names)
-	if err != nil {
-		return err
-	}
-	d, err := rulesdiff.Compare(oldF, newF)
-	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	cleanups := d.Cleanups(names...)
-	for _, n := range names {
-		if len(d.Cleanups(n)) == 0 {
-			fmt.Fprintf(os.Stderr, "rule %s: nothing to clean up: %s still writes everything it wrote\n", n, newF.Path)
+	newF := oldF
+	var cleanups []rulesdiff.Cleanup
+	if *newFile != "" || len(names) > 0 {
+		if newF, err = cleanupTarget(oldF, *newFile, names); err != nil {
+			return err
+		}
+		d, err := rulesdiff.Compare(oldF, newF)
+		if err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		cleanups = d.Cleanups(names...)
+		for _, n := range names {
+			if len(d.Cleanups(n)) == 0 {
+				fmt.Fprintf(os.Stderr, "rule %s: nothing to clean up: %s still writes everything it wrote\n", n, newF.Path)
+			}
 		}
 	}
-	if len(cleanups) == 0 {
+	if len(cleanups) == 0 && !*legacy {
 		fmt.Println("nothing to clean up")
 		return nil
 	}
@@ -96,8 +100,8 @@ func runCleanup(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg.RetryMaxAttempts = 10
-	client, _ := awsconf.Clients(cfg, *endpoint != "")
-	cc := ops.CleanupConfig{API: client, Table: *tableName, Old: oldSet, New: newSet, Cleanups: cleanups, DryRun: *dryRun,
+	client := awsconf.DynamoDB(cfg, *endpoint != "")
+	cc := ops.CleanupConfig{API: client, Table: *tableName, Old: oldSet, New: newSet, Cleanups: cleanups, Legacy: *legacy, DryRun: *dryRun,
 		Segments: *segments, PageSize: int32(*pageSize), MaxWCU: *maxWCU, Examples: *examples}
 	if !*noProgress && term.IsTerminal(int(os.Stderr.Fd())) {
 		cc.Progress = os.Stderr

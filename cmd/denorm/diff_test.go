@@ -67,6 +67,7 @@ func TestDiffJSON(t *testing.T) {
 			Status  string `json:"status"`
 			Cleanup *struct {
 				Attributes []string `json:"attributes"`
+				State      []string `json:"state"`
 			} `json:"cleanup"`
 		} `json:"rules"`
 	}
@@ -77,7 +78,7 @@ func TestDiffJSON(t *testing.T) {
 		t.Errorf("needsAction %t, backfill %v", got.NeedsAction, got.Backfill)
 	}
 	for _, r := range got.Rules {
-		if r.Name == "post-comment-count" && (r.Status != "removed" || r.Cleanup == nil || strings.Join(r.Cleanup.Attributes, ",") != "_dn_n,_dn_wm,commentCount") {
+		if r.Name == "post-comment-count" && (r.Status != "removed" || r.Cleanup == nil || strings.Join(r.Cleanup.Attributes, ",") != "_dn_cv,commentCount" || strings.Join(r.Cleanup.State, ",") != "commentCount") {
 			t.Errorf("post-comment-count: %+v", r)
 		}
 	}

@@ -81,8 +81,8 @@ func explain(w io.Writer, set *rules.Set, event []byte) error {
 		plans = append(plans, rp)
 	}
 	b := plan.Coalesce(plans)
-	fmt.Fprintf(w, "batch: %d version-guarded writes, %d fan-outs, %d pulls, %d watermarked counter targets (one UpdateItem each), %d relay writes (one UpdateItem per source and target in another partition), %d events with marker-guarded deltas (TransactWriteItems), %d fan-out jobs to continue\n",
-		len(b.Writes), len(b.FanOuts), len(b.Pulls), len(b.Watermarked), len(b.Relays), len(b.Marked), len(b.Jobs))
+	fmt.Fprintf(w, "batch: %d version-guarded writes, %d fan-outs, %d pulls, %d watermarked counter states (one UpdateItem each, then the copy onto the target), %d relay writes (one UpdateItem per source and target in another partition), %d events with marker-guarded deltas (TransactWriteItems), %d counter targets the application wrote (one read of the state, a copy when it differs), %d fan-out jobs to continue\n",
+		len(b.Writes), len(b.FanOuts), len(b.Pulls), len(b.Watermarked), len(b.Relays), len(b.Marked), len(b.Refreshes), len(b.Jobs))
 	tops := 0
 	for _, g := range b.Extremes {
 		if g.Rule.Kind == rules.KindTop {

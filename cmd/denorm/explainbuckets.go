@@ -92,7 +92,7 @@ func explainBuckets(w io.Writer, set *rules.Set, c *record.Change, rp *plan.Reco
 		fmt.Fprintln(w, line)
 		shown := map[plan.Key]bool{}
 		for _, d := range rp.Deltas {
-			if d.Rule != r || d.Restore || shown[d.Target] {
+			if d.Rule != r || shown[d.Target] {
 				continue
 			}
 			shown[d.Target] = true

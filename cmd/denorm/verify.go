@@ -91,7 +91,7 @@ func (o *opsFlags) config(ctx context.Context, mode string) (ops.Config, error) 
 	}
 	// Long scans must ride out throttling rather than stop at the SDK's default 3 attempts.
 	cfg.RetryMaxAttempts = 10
-	client, _ := awsconf.Clients(cfg, o.endpoint != "")
+	client := awsconf.DynamoDB(cfg, o.endpoint != "")
 	id := "\x00rule=" + o.rule
 	if o.only != "" {
 		id += "\x00only=" + o.only

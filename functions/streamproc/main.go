@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -23,7 +22,6 @@ import (
 	"github.com/denorm/denorm/internal/awsconf"
 	"github.com/denorm/denorm/internal/handler"
 	"github.com/denorm/denorm/internal/rules"
-	"github.com/denorm/denorm/internal/streamfollow"
 )
 
 func main() {
@@ -62,18 +60,12 @@ func build(ctx context.Context, log *slog.Logger) (*handler.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, streams := awsconf.Clients(cfg, endpoint != "")
+	db := awsconf.DynamoDB(cfg, endpoint != "")
 	// DENORM_PULL_READS: auto (default), always or never (apply.PullReads).
 	pullReads, err := apply.ParsePullReads(os.Getenv("DENORM_PULL_READS"))
 	if err != nil {
 		return nil, fmt.Errorf("DENORM_PULL_READS: %w", err)
 	}
-	// The function's role reads the stream already (the event source mapping uses it); a
-	// restore reads on in it when its batch does not show what followed.
-	follow := streamfollow.New(streams)
-	if mb, err := strconv.Atoi(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")); err == nil && mb > 0 {
-		follow.IndexLimit = streamfollow.IndexLimitFor(mb) // a fifth of the function's memory
-	}
-	exec := apply.New(db, table, set, apply.Options{Logger: log, PullReads: pullReads, Stream: follow})
+	exec := apply.New(db, table, set, apply.Options{Logger: log, PullReads: pullReads})
 	return handler.New(set, exec, handler.Options{Logger: log, Metrics: os.Stdout, FunctionName: os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}), nil
 }

@@ -21,9 +21,9 @@ const (
 )
 
 // StreamReadActions are what Lambda's event source mapping calls on the stream with the
-// function's role, and what the function itself calls when a restore reads on in the stream
-// (internal/streamfollow). dynamodb:ListStreams is left out: it has no resource-level permissions
-// (it would need Resource "*") and the mapping is given the stream ARN, so it never lists.
+// function's role; the function itself reads no stream. dynamodb:ListStreams is left out: it
+// has no resource-level permissions (it would need Resource "*") and the mapping is given
+// the stream ARN, so it never lists.
 var StreamReadActions = []string{
 	"dynamodb:DescribeStream",
 	"dynamodb:GetShardIterator",

@@ -1,7 +1,8 @@
 // Package apply executes coalesced effects against DynamoDB: version-guarded copy and
 // mirror writes, paged fan-outs with a durable cursor, pulls, and count/sum deltas applied
-// exactly once with a per-target watermark or per-event markers. It is the only stage of
-// the stream processor that does I/O.
+// exactly once to each target's state item (internal/counter) with a watermark or
+// per-event markers, then copied onto the target. It is the only stage of the stream
+// processor that does I/O.
 package apply
 
 import (
@@ -49,16 +50,6 @@ type Options struct {
 	// its record): PullReadsAuto (the default) does when that is cheaper, judged by the
 	// share of pulls refused lately (pullcost.go).
 	PullReads PullReads
-	// Stream, when set, lets a restore that cannot tell which of Denorm's writes since the
-	// application's write repeated records read on in the stream for their records
-	// (streamfollow.New of a DynamoDB Streams client); without it, it waits one delivery.
-	Stream StreamReader
-	// ReadOnBudget bounds the time one such read takes (default 20 s), and it never takes
-	// more than half the time left before DeadlineMargin, so the writes after it still fit.
-	// A read that reaches it leaves the restore ambiguous: logged, counted, left to verify;
-	// one cut short by an invocation already mostly spent fails its record on the deadline
-	// once, unless the record is first in its batch (readOnContext).
-	ReadOnBudget time.Duration
 	// MaxBackoff caps one retry delay (default 2 s).
 	MaxBackoff time.Duration
 	Logger     *slog.Logger
@@ -88,9 +79,6 @@ func (o *Options) defaults() {
 	if o.PullReads == "" {
 		o.PullReads = PullReadsAuto
 	}
-	if o.ReadOnBudget <= 0 {
-		o.ReadOnBudget = 20 * time.Second
-	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 2 * time.Second
 	}
@@ -109,15 +97,12 @@ type Executor struct {
 	set   *rules.Set
 	opt   Options
 	pulls pullCost
-	// readingOn holds the one read on in the stream at a time (restore.go): StreamReader
-	// asks its caller to serialize reads, and each read's time budget starts when it does.
-	readingOn chan struct{}
 }
 
 // New returns an executor for table, whose layout and rules are set.
 func New(api API, table string, set *rules.Set, opt Options) *Executor {
 	opt.defaults()
-	return &Executor{api: api, table: table, set: set, opt: opt, readingOn: make(chan struct{}, 1)}
+	return &Executor{api: api, table: table, set: set, opt: opt}
 }
 
 // Result is the outcome of applying a batch.
@@ -133,7 +118,7 @@ type Result struct {
 // others, since re-applying a group is a no-op (versions, watermarks, markers); the result
 // names the earliest record left unapplied so the stream resumes there.
 func (x *Executor) Apply(ctx context.Context, b *plan.Batch) Result {
-	r := &run{x: x, ctx: ctx, failed: -1, start: time.Now()}
+	r := &run{x: x, ctx: ctx, failed: -1}
 	r.readPulls = x.readPullTargets()
 	r.parallel(len(b.Writes), func(i int) (int, error) { return b.Writes[i].Rec, r.write(&b.Writes[i].Write) })
 	r.parallel(len(b.FanOuts), func(i int) (int, error) { return b.FanOuts[i].Rec, r.fanOut(&b.FanOuts[i].FanOut) })
@@ -144,8 +129,8 @@ func (x *Executor) Apply(ctx context.Context, b *plan.Batch) Result {
 	if rec, err := r.marked(b.Marked); err != nil {
 		r.fail(rec, err)
 	}
-	// Folds run after the deltas: a park written by this batch is then moved too.
-	r.folds(b.Folds)
+	// Refreshes run after the deltas, so that they read the state as the batch left it.
+	r.parallel(len(b.Refreshes), func(i int) (int, error) { return b.Refreshes[i].Rec, r.refresh(&b.Refreshes[i].Refresh) })
 	// Max and min after the writes, so a recompute sees the sources the batch mirrored.
 	r.parallel(len(b.Extremes), func(i int) (int, error) { return b.Extremes[i].Rec, r.extreme(&b.Extremes[i]) })
 	x.pulls.observe(r.stats)
@@ -156,7 +141,6 @@ func (x *Executor) Apply(ctx context.Context, b *plan.Batch) Result {
 type run struct {
 	x      *Executor
 	ctx    context.Context
-	start  time.Time // the batch's, for what a read on may take (readOnContext)
 	mu     sync.Mutex
 	failed int
 	err    error

@@ -97,7 +97,7 @@ func (r *run) raise(g *plan.ExtremeGroup) error {
 		beats = name.GreaterThan(exprval.Of(g.Raise)).Or(expression.AttributeType(name, expression.String))
 	}
 	cond := exists(x.set.Table.PartitionKey).And(expression.AttributeNotExists(name).Or(beats))
-	ub := expression.Set(name, exprval.Of(g.Raise))
+	ub := expression.Set(name, exprval.Of(g.Raise)).Add(expression.Name(g.Rule.ExtremeVersion), exprval.Num("1"))
 	if g.Rule.CreatesBuckets() {
 		// A bucket item is created by its first source, with its expiry.
 		cond = expression.AttributeNotExists(name).Or(beats)
@@ -254,6 +254,7 @@ func (r *run) writeExtreme(g *plan.ExtremeGroup, stored, best types.AttributeVal
 	if best != nil {
 		ub = expression.Set(name, exprval.Of(best))
 	}
+	ub = ub.Add(expression.Name(g.Rule.ExtremeVersion), exprval.Num("1"))
 	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
 	if err != nil {
 		return fmt.Errorf("building %s write: %w", g.Rule.Kind, err)

@@ -71,7 +71,8 @@ func stringOf(v types.AttributeValue) string {
 // latestUpdate sets what the target copies from a source: its set attributes, by value
 // and key.
 func latestUpdate(rule *rules.CompiledRule, by types.AttributeValue, key string, set []plan.AttrValue, remove []string) expression.UpdateBuilder {
-	ub := expression.Set(expression.Name(rule.LatestBy), exprval.Of(by)).Set(expression.Name(rule.LatestKey), exprval.Str(key))
+	ub := expression.Set(expression.Name(rule.LatestBy), exprval.Of(by)).Set(expression.Name(rule.LatestKey), exprval.Str(key)).
+		Add(expression.Name(rule.ExtremeVersion), exprval.Num("1"))
 	for _, a := range set {
 		ub = ub.Set(expression.Name(a.Name), exprval.Of(a.Value))
 	}
@@ -134,7 +135,8 @@ func (r *run) writeLatest(g *plan.ExtremeGroup, stored record.Item, best map[str
 func LatestWrite(pkAttr string, rule *rules.CompiledRule, stored record.Item, best map[string]types.AttributeValue) (expression.Expression, error) {
 	var ub expression.UpdateBuilder
 	if best == nil {
-		ub = expression.Remove(expression.Name(rule.LatestBy)).Remove(expression.Name(rule.LatestKey))
+		ub = expression.Remove(expression.Name(rule.LatestBy)).Remove(expression.Name(rule.LatestKey)).
+			Add(expression.Name(rule.ExtremeVersion), exprval.Num("1"))
 		for _, t := range rule.Agg.SetOrder {
 			ub = ub.Remove(expression.Name(t))
 		}

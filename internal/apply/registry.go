@@ -22,7 +22,7 @@ import (
 
 // RegistryPrefix starts the partition key of version registry items. They are not job
 // items, so the event filter keeps their stream records from the function.
-const RegistryPrefix = rules.ReservedPrefix + "#ver#"
+const RegistryPrefix = rules.RegistryPrefix
 
 func registryKey(rule, srcPK, srcSK string) plan.Key {
 	return plan.Key{PK: RegistryPrefix + rule + "#" + srcPK + "#" + srcSK, SK: RegistryPrefix}

@@ -12,7 +12,7 @@ type Stats struct {
 	Duplicates    int     // deltas skipped because their event or sequence was already applied
 	Stale         int     // copy/mirror writes skipped by the version guard
 	Unchanged     int     // writes skipped because the target already held the values
-	MissingTarget int     // count/sum deltas dropped because the target does not exist (missingTarget: skip)
+	MissingTarget int     // copies of a count or sum not written: the target does not exist (it gets its copy when inserted)
 	Retries       int     // transient errors retried
 	Conflicts     int     // of the retries: transactions cancelled by a TransactionConflict (a hot item)
 	Failures      int     // groups that failed
@@ -23,28 +23,15 @@ type Stats struct {
 	Pulls         int     // targets filled from their source
 	PullsRefused  int     // pulls written and refused by their condition (also in Refused, by guard)
 	PullsSkipped  int     // pulls not written: a read of the target showed the write would be refused
-	Parked        int     // delta groups parked for a missing target (it gets them when it appears)
-	Folded        int     // parks moved into a target that appeared
-	Compensated   int     // restores that took out deltas applied again after the application's write
 	Relayed       int     // relay writes: one source's deltas to a target in another partition
+	Copies        int     // copies of a count or sum target's state written onto it
+	Refreshes     int     // count or sum targets the application wrote, whose state was read to put their copy back
 	// Max and min: raises written (refused ones are in Refused[GuardExtreme]), values that
 	// left a target and were found not to be its extreme by one read, and recomputes (one
 	// query of the target's sources each, of one or more pages).
 	ExtremeRaises     int
 	ExtremesKept      int
 	ExtremeRecomputes int
-	// AmbiguousRestores: restores after which Denorm cannot tell which of its writes since
-	// the application's replacement were repeats, and folds that could not read the stream
-	// for what Denorm applied to the re-put target; logged, the target is left to verify.
-	AmbiguousRestores int
-	// RestoresDeferred: restores that could not tell yet and failed their record, to come
-	// again first in a batch holding the records of Denorm's writes after it.
-	RestoresDeferred int
-	// StreamFollows: restores that read on in the stream for the records of Denorm's writes
-	// after the application's write, which their batch did not hold, and folds that read on
-	// from the target's INSERT; StreamFollowRecords is how many records those reads went
-	// through.
-	StreamFollows, StreamFollowRecords int
 	// Refused counts the writes refused by their condition, per guard: DynamoDB bills each
 	// refused single-item write 1 WCU, so these are the writes worth avoiding.
 	Refused [NumGuards]int
@@ -68,8 +55,9 @@ const (
 	GuardRegistry
 	// GuardJob: a fan-out job item's version and step.
 	GuardJob
-	// GuardFold: a fold's condition that the park and the target are as read.
-	GuardFold
+	// GuardCopy: the copy of a count or sum target's state (a newer copy landed, or the
+	// target does not exist).
+	GuardCopy
 	// GuardRelay: a relay write's source sequence number (a redelivered record).
 	GuardRelay
 	// GuardExtreme: a max or min raise (the stored value is as good, or the target does not
@@ -81,7 +69,7 @@ const (
 	NumGuards
 )
 
-var guardNames = [NumGuards]string{"watermark", "marker", "version", "pull", "registry", "job", "fold", "relay", "extreme", "none"}
+var guardNames = [NumGuards]string{"watermark", "marker", "version", "pull", "registry", "job", "copy", "relay", "extreme", "none"}
 
 func (g Guard) String() string { return guardNames[g] }
 
@@ -115,17 +103,12 @@ func (s *Stats) Add(o Stats) {
 	s.Pulls += o.Pulls
 	s.PullsRefused += o.PullsRefused
 	s.PullsSkipped += o.PullsSkipped
-	s.Parked += o.Parked
-	s.Folded += o.Folded
-	s.Compensated += o.Compensated
 	s.Relayed += o.Relayed
+	s.Copies += o.Copies
+	s.Refreshes += o.Refreshes
 	s.ExtremeRaises += o.ExtremeRaises
 	s.ExtremesKept += o.ExtremesKept
 	s.ExtremeRecomputes += o.ExtremeRecomputes
-	s.AmbiguousRestores += o.AmbiguousRestores
-	s.RestoresDeferred += o.RestoresDeferred
-	s.StreamFollows += o.StreamFollows
-	s.StreamFollowRecords += o.StreamFollowRecords
 	for g, n := range o.Refused {
 		s.Refused[g] += n
 	}

@@ -23,7 +23,7 @@ func (r *run) top(g *plan.ExtremeGroup) error {
 	rule := g.Rule
 	for range extremeAttempts {
 		item, err := r.getItem("reading "+g.Target.PK+" "+g.Target.SK, r.x.key(g.Target),
-			r.x.set.Table.PartitionKey, rule.Agg.Attribute, rule.TopVersion)
+			r.x.set.Table.PartitionKey, rule.Agg.Attribute, rule.ExtremeVersion)
 		if err != nil || item == nil {
 			return err // a missing target is recomputed when it is inserted
 		}
@@ -65,9 +65,9 @@ func (r *run) top(g *plan.ExtremeGroup) error {
 // version, on condition that the version is still the one stored holds. Shared with
 // `denorm verify --repair`.
 func TopWrite(pkAttr string, rule *rules.CompiledRule, stored record.Item, next []plan.TopEntry) (expression.Expression, error) {
-	ver := expression.Name(rule.TopVersion)
+	ver := expression.Name(rule.ExtremeVersion)
 	n := plan.Int(1)
-	if v, ok := stored[rule.TopVersion].(*types.AttributeValueMemberN); ok {
+	if v, ok := stored[rule.ExtremeVersion].(*types.AttributeValueMemberN); ok {
 		if cur, err := plan.ParseNumber(v.Value); err == nil {
 			n = cur.Add(plan.Int(1))
 		}
@@ -75,7 +75,7 @@ func TopWrite(pkAttr string, rule *rules.CompiledRule, stored record.Item, next 
 	ub := expression.Set(expression.Name(rule.Agg.Attribute), exprval.Of(plan.TopList(next))).
 		Set(ver, exprval.Of(&types.AttributeValueMemberN{Value: n.String()}))
 	cond := exists(pkAttr)
-	if v := stored[rule.TopVersion]; v != nil {
+	if v := stored[rule.ExtremeVersion]; v != nil {
 		cond = cond.And(ver.Equal(exprval.Of(v)))
 	} else {
 		cond = cond.And(expression.AttributeNotExists(ver))

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 )
 
 // Load returns the SDK configuration. With a non-empty endpoint (DynamoDB Local, LocalStack)
@@ -36,16 +35,10 @@ func Load(ctx context.Context, endpoint string) (aws.Config, error) {
 	return cfg, nil
 }
 
-// Clients returns the DynamoDB and DynamoDB Streams clients for cfg. Against a local
-// emulator the CRC32 response check is off (DynamoDB Local's checksums do not match the SDK's
-// decompressed body and only produce warnings) and stream records are repaired where DynamoDB
-// Local encodes an empty map as {} (see repairEmptyMaps).
-func Clients(cfg aws.Config, local bool) (*dynamodb.Client, *dynamodbstreams.Client) {
-	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = local })
-	streams := dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
-		if local {
-			o.APIOptions = append(o.APIOptions, repairEmptyMaps)
-		}
-	})
-	return db, streams
+// DynamoDB returns the DynamoDB client for cfg. Against a local emulator the CRC32 response
+// check is off: DynamoDB Local's checksums do not match the SDK's decompressed body and
+// only produce warnings. (The stream processor reads nothing but DynamoDB; the Streams
+// client, for the event source mapping emulator, is esm.NewClient.)
+func DynamoDB(cfg aws.Config, local bool) *dynamodb.Client {
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = local })
 }

@@ -187,20 +187,22 @@ func (r *Report) summarize() {
 		for _, t := range w.Targets {
 			switch t {
 			case TargetSamePartition:
-				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 0.1, w.Ratios.WCUVsBaseline <= 0.1})
+				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 0.05, w.Ratios.WCUVsBaseline <= 0.05})
 			case TargetCrossPartition:
-				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 0.35, w.Ratios.WCUVsBaseline <= 0.35})
-			case TargetCopies, TargetFloor:
+				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 0.55, w.Ratios.WCUVsBaseline <= 0.55})
+			case TargetCopies:
 				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsFloor, 1.05, w.Ratios.WCUVsFloor <= 1.05})
+			case TargetFloor:
+				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 0.7, w.Ratios.WCUVsBaseline <= 0.7})
 			case TargetHot:
 				ok := w.Ratios.WCUVsBaseline <= 1 && d.Verified
 				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 1, ok})
 			case TargetBuckets:
-				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsFloor, 1.1, w.Ratios.WCUVsFloor <= 1.1})
+				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 1, w.Ratios.WCUVsBaseline <= 1})
 			case TargetLists:
 				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsFloor, 1.1, w.Ratios.WCUVsFloor <= 1.1})
 			case TargetMix:
-				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsFloor, 1.3, w.Ratios.WCUVsFloor <= 1.3})
+				w.Checks = append(w.Checks, Check{t, w.Ratios.WCUVsBaseline, 0.75, w.Ratios.WCUVsBaseline <= 0.75})
 			}
 		}
 		if r.Ceiling.Transact.BestRequests > 0 {

@@ -26,6 +26,7 @@ import (
 	"github.com/denorm/denorm/internal/ops"
 	"github.com/denorm/denorm/internal/provision"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/streamclient"
 	"github.com/denorm/denorm/internal/workload"
 )
 
@@ -171,7 +172,7 @@ func (r *runner) withEmulator(ctx context.Context, set *rules.Set, fn func(*dyna
 	if err != nil {
 		return err
 	}
-	db, streams := awsconf.Clients(awsCfg, true)
+	db, streams := awsconf.DynamoDB(awsCfg, true), streamclient.New(awsCfg, true)
 	if r.cfg.WarmUp > 0 {
 		if err := warmUp(ctx, db, set.Table, r.cfg.WarmUp); err != nil {
 			return fmt.Errorf("warming up %s: %w", ep, err)

@@ -217,7 +217,7 @@ func scenario() (*Model, map[Key]record.Item) {
 		// A comment without author keys (sparse): its post counts it, no user does.
 		put("pk", c4.PK, "sk", c4.SK, "text", "anon", "userName", "?"),
 		// Whole-item re-Put of p1 with a wrong counter and a watermark the application kept.
-		put("pk", p1.PK, "sk", p1.SK, "userId", "u1", "title", "One", "status", "published", "commentCount", 0, "_dn_wm", 1),
+		put("pk", p1.PK, "sk", p1.SK, "userId", "u1", "title", "One", "status", "published", "commentCount", 0, "_dn_cv", 1),
 		// A post whose userId goes; one inserted without, given u2's later.
 		put("pk", p2.PK, "sk", p2.SK, "userId", "u1", "title", "Two", "status", "published"),
 		remove(p2, "userId"),
@@ -248,10 +248,10 @@ func scenario() (*Model, map[Key]record.Item) {
 		u1:                                  {"name": s("Ann"), "avatar": s("a.png"), "postCount": n("1"), "commentCount": n("1")},
 		u2:                                  {"name": s("Bea"), "avatar": s("b.png"), "postCount": n("1"), "commentCount": n("1")},
 		lu:                                  {"name": s("Late"), "avatar": s("l.png"), "postCount": n("1"), "commentCount": n("1")},
-		p1:                                  {"userId": s("u1"), "title": s("One"), "status": s("published"), "commentCount": n("3"), "_dn_wm": n("7")},
+		p1:                                  {"userId": s("u1"), "title": s("One"), "status": s("published"), "commentCount": n("3"), "_dn_cv": n("7")},
 		p2:                                  {"title": s("Two"), "status": s("published"), "commentCount": n("0")},
 		p3:                                  {"userId": s("u2"), "title": s("Three"), "status": s("published")},
-		lp:                                  {"userId": s("lu"), "title": s("LP"), "status": s("published"), "commentCount": n("1"), "_dn_wm": n("99")},
+		lp:                                  {"userId": s("lu"), "title": s("LP"), "status": s("published"), "commentCount": n("1"), "_dn_cv": n("99")},
 		{"POST#q", "METADATA"}:              {"userId": s("lu"), "title": s("Q"), "status": s("draft")},
 		{"USER#u1", "POST#p1"}:              {"title": s("One"), "status": s("published"), "_dnv_user-posts": n("3")},
 		{"USER#u2", "POST#p3"}:              {"title": s("Three"), "status": s("published")},
@@ -261,7 +261,7 @@ func scenario() (*Model, map[Key]record.Item) {
 		c2:                                  {"gsi1pk": s("USER#lu"), "gsi1sk": s("COMMENT#2025-01-02T00:00:00Z"), "text": s("yo"), "userName": s("Late"), "userAvatar": s("l.png")},
 		c4:                                  {"text": s("anon"), "userName": s("?")},
 		c3:                                  {"gsi1pk": s(u2.PK), "gsi1sk": s("COMMENT#2025-01-03T00:00:00Z"), "text": s("x"), "userName": s("Bea"), "userAvatar": s("b.png")},
-		g1:                                  {"name": s("G"), "memberCount": n("1"), "_dn_wm": n("5")},
+		g1:                                  {"name": s("G"), "memberCount": n("1"), "_dn_cv": n("5")},
 		m1:                                  {"gsi2pk": s(g1.PK), "gsi2sk": s(m1.PK), "role": s("admin"), "joinedAt": s("2025-01-01"), "groupName": s("G")},
 		{"GROUP#g1", "USER#u1"}:             {"gsi1pk": s("USER#u1"), "gsi1sk": s("MEMBER#g1"), "role": s("admin"), "joinedAt": s("2025-01-01"), "userName": s("Ann")},
 		f1:                                  {"name": s("F"), "fileCount": n("2"), "totalBytes": n("12.5")},
@@ -271,7 +271,7 @@ func scenario() (*Model, map[Key]record.Item) {
 		// Denorm, with ttl = the day's end (midnight after) + 3650 days.
 		{"POST#p1", "DAY#2025-01-01"}: {"commentCount": n("1"), "ttl": n("2051136000")}, // 2025-01-02T00:00Z + 3650d
 		{"POST#p1", "DAY#2025-01-02"}: {"commentCount": n("1"), "ttl": n("2051222400")},
-		{"POST#p1", "DAY#2025-01-04"}: {"commentCount": n("1"), "ttl": n("2051395200"), "_dn_wm": n("4")}, // c4: no author, still counted
+		{"POST#p1", "DAY#2025-01-04"}: {"commentCount": n("1"), "ttl": n("2051395200"), "_dn_cv": n("4")}, // c4: no author, still counted
 		{"POST#lp", "DAY#2025-01-03"}: {"commentCount": n("1"), "ttl": n("2051308800")},
 		// A day whose comments are all gone keeps its item at 0.
 		{"POST#p2", "DAY#2025-01-09"}: {"commentCount": n("0"), "ttl": n("2051827200")},

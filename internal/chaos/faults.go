@@ -49,6 +49,10 @@ type Faults struct {
 	// their sources, posts whose userId is removed, never set, or set back (and, with
 	// Options.SparseComments, comments whose author keys are).
 	Application bool
+	// Replay re-creates the event source mapping at TRIM_HORIZON halfway through the
+	// workload, while the application goes on writing: every record written so far is
+	// delivered again, as after a redeploy that replaced the mapping.
+	Replay bool
 	// MaxPerBatch caps the injected invocation failures (crash, timeout, lost response) per
 	// batch, so injected faults alone never exhaust a retry budget larger than the cap: a
 	// record that reaches the on-failure destination is then a poison record, never an
@@ -62,7 +66,7 @@ type Faults struct {
 func Everything() Faults {
 	return Faults{
 		DeliverTwice: true, Throttle: 0.03, Conflict: 0.05, Crash: 0.05, LostWrite: 0.5,
-		Timeout: 0.04, LostResponse: 0.04, Poison: true, TTL: true,
+		Timeout: 0.04, LostResponse: 0.04, Poison: true, TTL: true, Replay: true,
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
 )
 
 // Mismatch is one way the table differs from what the application wrote plus what
@@ -196,7 +197,7 @@ func (o *oracle) expect() {
 
 func (o *oracle) compare() {
 	for k, it := range o.table {
-		if strings.HasPrefix(k.PK, "_dn") || strings.HasPrefix(k.SK, "_dn#r#") { // Denorm's items; relay items live in a target's partition
+		if strings.HasPrefix(k.PK, "_dn") { // Denorm's items, all outside the application's partitions
 			if strings.HasPrefix(k.PK, "_dn#job#") {
 				o.add(k, "unfinished job", "", "", "")
 			}
@@ -225,8 +226,27 @@ func (o *oracle) compare() {
 			if _, checked := w[a]; !checked && !allowed[a] && !strings.HasPrefix(a, "_dn") {
 				o.add(k, "attribute", a, renderAV(v), "absent")
 			}
+			if !ownAttr(a) {
+				o.add(k, "reserved attribute on the application's item", a, renderAV(v), "absent")
+			}
 		}
 	}
+}
+
+// ownAttr reports whether attribute a may be on an application's item: any but a reserved
+// one, or the version of a copy (_dn_cv for counts and sums, _dnv_<rule> for copies and
+// mirrors) and what a latest or top keeps with its value (_dnl_, _dnk_, _dnt_). Denorm's
+// exactly-once state is in its own items.
+func ownAttr(a string) bool {
+	if !strings.HasPrefix(a, rules.ReservedPrefix) || a == rules.CopyVersionAttr {
+		return true
+	}
+	for _, p := range []string{"_dnv_", "_dnl_", "_dnk_", "_dnt_"} {
+		if strings.HasPrefix(a, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (o *oracle) add(k Key, what, attr, got, want string) {

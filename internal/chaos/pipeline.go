@@ -18,7 +18,7 @@ import (
 	"github.com/denorm/denorm/internal/handler"
 	"github.com/denorm/denorm/internal/provision"
 	"github.com/denorm/denorm/internal/rules"
-	"github.com/denorm/denorm/internal/streamfollow"
+	"github.com/denorm/denorm/internal/streamclient"
 )
 
 // PipelineConfig is local.Config with the seams fault injection needs: the executor's
@@ -51,6 +51,13 @@ type Pipeline struct {
 	Mapping   *esm.Mapping
 	stop      context.CancelFunc
 	done      chan error
+	// What Replay needs to start the mapping again, and the counters of the mappings it
+	// replaced.
+	streams esm.StreamsAPI
+	inv     esm.Invoker
+	mc      esm.Config
+	before  esm.Stats
+	replays int
 }
 
 // StartPipeline provisions the table and runs the mapping in the background.
@@ -70,7 +77,7 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, streams := awsconf.Clients(awsCfg, true)
+	db, streams := awsconf.DynamoDB(awsCfg, true), streamclient.New(awsCfg, true)
 	desc, err := provision.Ensure(ctx, db, cfg.Table, set.Table)
 	if err != nil {
 		return nil, err
@@ -81,9 +88,6 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	}
 	if cfg.Apply.Logger == nil {
 		cfg.Apply.Logger = cfg.Logger
-	}
-	if cfg.Apply.Stream == nil {
-		cfg.Apply.Stream = streamfollow.New(streams)
 	}
 	exec := apply.New(api, cfg.Table, set, cfg.Apply)
 	h := handler.New(set, exec, handler.Options{Logger: cfg.Logger, Metrics: cfg.Metrics})
@@ -110,9 +114,42 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	p := &Pipeline{DB: db, Table: cfg.Table, StreamARN: mc.StreamARN, Region: awsCfg.Region, Set: set, File: file,
-		Mapping: m, stop: stop, done: make(chan error, 1)}
+		Mapping: m, stop: stop, done: make(chan error, 1), streams: streams, inv: inv, mc: mc}
 	go func() { p.done <- m.Run(runCtx) }()
 	return p, nil
+}
+
+// Replay stops the mapping and starts a new one at TRIM_HORIZON without a checkpoint, as
+// when the event source mapping is deleted and created again (a redeploy that replaces
+// it): every record the stream holds is delivered again.
+func (p *Pipeline) Replay() error {
+	if err := p.Close(); err != nil {
+		return err
+	}
+	p.before = addStats(p.before, p.Mapping.Stats())
+	mc := p.mc
+	mc.CheckpointFile, mc.StartingPosition = "", esm.TrimHorizon
+	m, err := esm.New(p.streams, p.inv, mc)
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	p.Mapping, p.stop, p.done = m, stop, make(chan error, 1)
+	p.replays++
+	go func() { p.done <- m.Run(runCtx) }()
+	return nil
+}
+
+// Stats adds up the counters of every mapping the pipeline ran.
+func (p *Pipeline) Stats() esm.Stats { return addStats(p.before, p.Mapping.Stats()) }
+
+// Replays is how many times Replay started the mapping again.
+func (p *Pipeline) Replays() int { return p.replays }
+
+func addStats(a, b esm.Stats) esm.Stats {
+	return esm.Stats{Batches: a.Batches + b.Batches, Records: a.Records + b.Records, Invocations: a.Invocations + b.Invocations,
+		Failures: a.Failures + b.Failures, Retries: a.Retries + b.Retries, Bisects: a.Bisects + b.Bisects,
+		OnFailure: a.OnFailure + b.OnFailure, Filtered: a.Filtered + b.Filtered}
 }
 
 // Drain waits until the stream is processed and quiet for idle, or timeout passes.

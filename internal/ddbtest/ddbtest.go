@@ -18,6 +18,7 @@ import (
 
 	"github.com/denorm/denorm/internal/awsconf"
 	"github.com/denorm/denorm/internal/provision"
+	"github.com/denorm/denorm/internal/streamclient"
 	"github.com/denorm/denorm/internal/table"
 )
 
@@ -46,7 +47,8 @@ func Config(t testing.TB) aws.Config {
 
 // Clients returns DynamoDB and DynamoDB Streams clients for the emulator.
 func Clients(t testing.TB) (*dynamodb.Client, *dynamodbstreams.Client) {
-	return awsconf.Clients(Config(t), true)
+	cfg := Config(t)
+	return awsconf.DynamoDB(cfg, true), streamclient.New(cfg, true)
 }
 
 var seq atomic.Int64

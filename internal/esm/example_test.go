@@ -14,7 +14,7 @@ import (
 
 // A handler runs in process against a table's stream, with the options Denorm deploys.
 func Example() {
-	var streams *dynamodbstreams.Client // awsconf.Clients(cfg, true) for DynamoDB Local
+	var streams *dynamodbstreams.Client // streamclient.New(cfg, true) for DynamoDB Local
 	handler := func(ctx context.Context, e events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		return events.DynamoDBEventResponse{}, nil
 	}

@@ -59,11 +59,11 @@ func (e *env) comment(post, id, user, createdAt string, likes int) {
 	e.put(map[string]string{"pk": "POST#" + post, "sk": "COMMENT#" + id, "userId": user, "createdAt": createdAt, "likes": strconv.Itoa(likes)})
 }
 
-// checkBuckets compares every bucket item with the truth computed from the comments a
-// scan finds, computed here with keys.ParseTime rather than the planner: a day's count and
-// like total, a user's month count, no bucket item for a bucket whose TTL has passed, and
-// no park items. With ttl, also the TTL: the end of the day plus 90 days on day items,
-// none on month items.
+// checkBuckets compares every bucket item and its state item with the truth computed from
+// the comments a scan finds, computed here with keys.ParseTime rather than the planner: a
+// day's count and like total, a user's month count, no bucket item for a bucket whose TTL
+// has passed, and no park items. With ttl, also the TTL: the end of the day plus 90 days on
+// day items and their state items (a bucket's state expires with it), none on month items.
 func (e *env) checkBuckets(now time.Time, ttl bool) {
 	e.t.Helper()
 	want := map[string]map[string]int{} // "pk sk" -> attribute -> value
@@ -75,11 +75,14 @@ func (e *env) checkBuckets(now time.Time, ttl bool) {
 		want[k][attr] += n
 	}
 	got := map[string]map[string]types.AttributeValue{}
+	states := map[string]map[string]types.AttributeValue{} // the target's "pk sk" -> its state item
 	for _, it := range e.scan() {
 		pk, sk := s(it["pk"]), s(it["sk"])
 		switch {
-		case strings.HasPrefix(pk, rules.ParkPrefix):
+		case strings.HasPrefix(pk, rules.LegacyParkPrefix):
 			e.t.Errorf("park item %s %s: bucket items are created, never waited for", pk, sk)
+		case strings.HasPrefix(pk, rules.StatePrefix):
+			states[strings.TrimPrefix(pk, rules.StatePrefix)+" "+sk] = it
 		case strings.HasPrefix(sk, "COMMENT#"):
 			v := s(it["createdAt"])
 			if n, ok := it["createdAt"].(*types.AttributeValueMemberN); ok {
@@ -112,9 +115,27 @@ func (e *env) checkBuckets(now time.Time, ttl bool) {
 			}
 		}
 	}
+	for k, st := range states {
+		for _, a := range []string{"commentCount", "likeTotal"} {
+			if g, w := n(st[a]), want[k][a]; g != w {
+				e.t.Errorf("state of %s: %s = %d, want %d", k, a, g, w)
+			}
+		}
+		if it := got[k]; it != nil && ttl && n(st["ttl"]) != n(it["ttl"]) {
+			e.t.Errorf("state of %s: ttl %d, its bucket item's %d: want the same", k, n(st["ttl"]), n(it["ttl"]))
+		}
+	}
 	for k, it := range got {
 		if want[k] == nil && (n(it["commentCount"]) != 0 || n(it["likeTotal"]) != 0) {
 			e.t.Errorf("%s holds %d comments and %d likes, want none", k, n(it["commentCount"]), n(it["likeTotal"]))
+		}
+		if states[k] == nil && (n(it["commentCount"]) != 0 || n(it["likeTotal"]) != 0) {
+			e.t.Errorf("%s has no state item at %s%s", k, rules.StatePrefix, k)
+		}
+		for name := range it {
+			if strings.HasPrefix(name, rules.ReservedPrefix) && name != rules.CopyVersionAttr {
+				e.t.Errorf("%s carries %s", k, name)
+			}
 		}
 		_, sk, _ := strings.Cut(k, " ")
 		if !ttl {
@@ -206,9 +227,10 @@ func TestTimeBuckets(t *testing.T) {
 	}
 }
 
-// DynamoDB's TTL deleting a bucket item (which DynamoDB Local never does: the test writes
-// the record) is the bucket's end: nothing is parked, and a later comment of that day
-// creates the item again with its TTL.
+// DynamoDB's TTL deleting a bucket item and its state item, which carries the same expiry
+// (DynamoDB Local never does: the test deletes them and marks the records), is the bucket's
+// end: nothing writes either back, and a later comment of that day creates both again with
+// their TTL, counting from zero.
 func TestBucketExpiredByTTL(t *testing.T) {
 	e := newBucketEnv(t)
 	day := time.Now().UTC().AddDate(0, 0, -3)
@@ -219,37 +241,51 @@ func TestBucketExpiredByTTL(t *testing.T) {
 	if n(item["commentCount"]) != 1 {
 		t.Fatalf("day item: %v", item)
 	}
+	state := e.get(rules.StatePrefix+"POST#p1", sk)
+	if n(state["commentCount"]) != 1 || state["ttl"] == nil || n(state["ttl"]) != n(item["ttl"]) {
+		t.Fatalf("day item's state: %v, want commentCount 1 and the day item's ttl %d", state, n(item["ttl"]))
+	}
 	e.del("POST#p1", sk)
+	e.del(rules.StatePrefix+"POST#p1", sk)
 	batch := e.records()
-	if len(batch) != 1 {
-		t.Fatalf("%d records, want the removal", len(batch))
+	if len(batch) != 2 {
+		t.Fatalf("%d records, want the two removals", len(batch))
 	}
-	c, err := record.Decode(batch[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.TTL = true // as if DynamoDB's TTL process had deleted it
-	if batch[0], err = record.EncodeChange(c, e.arn, "us-east-1"); err != nil {
-		t.Fatal(err)
+	for i := range batch {
+		c, err := record.Decode(batch[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.TTL = true // as if DynamoDB's TTL process had deleted it
+		if batch[i], err = record.EncodeChange(c, e.arn, "us-east-1"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e.lambdaLike(batch)
 	e.drain(10, e.lambdaLike)
+	if it, st := e.get("POST#p1", sk), e.get(rules.StatePrefix+"POST#p1", sk); it != nil || st != nil {
+		t.Errorf("after the bucket's TTL deletion: item %v, state %v; want both gone", it, st)
+	}
 	for _, it := range e.scan() {
-		if strings.HasPrefix(s(it["pk"]), rules.ParkPrefix) {
+		if strings.HasPrefix(s(it["pk"]), rules.LegacyParkPrefix) {
 			t.Errorf("park item %s %s after a bucket's TTL deletion", s(it["pk"]), s(it["sk"]))
 		}
 	}
 	e.comment("p1", "c2", "u1", day.Add(time.Minute).Format(time.RFC3339), 1)
 	e.drain(10, e.lambdaLike)
-	if it := e.get("POST#p1", sk); n(it["commentCount"]) != 1 {
-		t.Errorf("day item re-created: %v, want commentCount 1", it)
+	if it := e.get("POST#p1", sk); n(it["commentCount"]) != 1 || n(it["ttl"]) != n(item["ttl"]) {
+		t.Errorf("day item re-created: %v, want commentCount 1 and ttl %d", it, n(item["ttl"]))
+	}
+	if st := e.get(rules.StatePrefix+"POST#p1", sk); n(st["commentCount"]) != 1 || n(st["ttl"]) != n(item["ttl"]) {
+		t.Errorf("state re-created: %v, want commentCount 1 and ttl %d", st, n(item["ttl"]))
 	}
 }
 
 // The write that creates a bucket item sets its TTL: 90 days after its day ends on the day
 // items (watermark mode), none on the month items (no ttl; marker mode). Redelivered and
-// crashed batches write the same TTL, and Denorm's own creation is not taken for an
-// application's write (its INSERT restores nothing).
+// crashed batches write the same TTL, on the state items too, and Denorm's own creation
+// of a bucket item is not taken for an application's write (its INSERT's refresh finds it
+// showing the state, and writes nothing).
 func TestBucketTTLWritten(t *testing.T) {
 	e := newBucketEnv(t)
 	now := time.Now().UTC()

@@ -123,7 +123,7 @@ func (h *Handler) Process(ctx context.Context, payload json.RawMessage) (Outcome
 			seqs = append(seqs, seq)
 			break
 		}
-		o.Effects += len(rp.Deltas) + len(rp.Writes) + len(rp.FanOuts) + len(rp.Pulls) + len(rp.Extremes)
+		o.Effects += len(rp.Deltas) + len(rp.Writes) + len(rp.FanOuts) + len(rp.Pulls) + len(rp.Extremes) + len(rp.Refreshes)
 		if rp.NoImage || (c.Old == nil && c.New == nil) {
 			o.NoImage++
 		}

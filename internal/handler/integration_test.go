@@ -22,7 +22,6 @@ import (
 	"github.com/denorm/denorm/internal/handler"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
-	"github.com/denorm/denorm/internal/streamfollow"
 )
 
 const testRules = `version: 1
@@ -49,7 +48,6 @@ type env struct {
 	table  string
 	arn    string
 	reader *ddbtest.StreamReader
-	follow *streamfollow.Reader // a restore's read on, whatever the handler was given
 	set    *rules.Set
 	h      *handler.Handler
 	inv    lambda.Handler
@@ -71,14 +69,7 @@ func newEnvRules(t *testing.T, opt apply.Options, text string) *env {
 	name, desc := ddbtest.NewTable(t, db, set.Table)
 	e := &env{t: t, db: db, table: name, arn: aws.ToString(desc.LatestStreamArn), set: set}
 	e.reader = ddbtest.NewStreamReader(t, streams, e.arn)
-	e.follow = streamfollow.New(streams)
 	e.api = &faultyAPI{API: db}
-	switch opt.Stream.(type) {
-	case nil:
-		opt.Stream = e.follow
-	case noStream:
-		opt.Stream = nil
-	}
 	e.h = handler.New(set, apply.New(e.api, name, set, opt), handler.Options{})
 	e.inv = lambda.NewHandler(e.h.Handle)
 	return e
@@ -294,7 +285,7 @@ func (e *env) check() {
 	e.t.Helper()
 	var items []map[string]types.AttributeValue
 	for _, it := range e.scan() {
-		if !strings.HasPrefix(s(it["pk"]), rules.ReservedPrefix) { // markers, parks, jobs
+		if !rules.IsReserved(s(it["pk"])) { // state items, relay items, markers, jobs
 			items = append(items, it)
 		}
 	}
@@ -344,6 +335,91 @@ func (e *env) check() {
 	}
 	if bad > 0 {
 		e.t.Fatalf("%d values differ from the truth", bad)
+	}
+	e.checkStates(map[string]map[string]int{"commentCount": commentCount, "likeTotal": likeTotal, "postCount": postCount})
+}
+
+// checkStates checks where counts and sums keep their state, against truth (attribute ->
+// target partition key -> value; every target of these rules has one sort key per entity):
+//
+//   - a count or sum target carries no attribute of Denorm's but the copy version
+//     (rules.CopyVersionAttr), no more than its state's version: no watermark, write
+//     count or restore marks (rules.LegacyTargetAttrs) and no other reserved attribute;
+//   - the state item of a target with a value other than 0 exists at rules.StatePrefix +
+//     the target's key, and every state item holds the truth and a version (its
+//     watermarks depend on the rule's mode: see TestStateItemLayout);
+//   - no item in an application's partition has a reserved sort key (relay items live in
+//     their own partitions), and there are no park items (rules.LegacyParkPrefix).
+func (e *env) checkStates(truth map[string]map[string]int) {
+	e.t.Helper()
+	items := e.scan()
+	state := map[[2]string]map[string]types.AttributeValue{}
+	for _, it := range items {
+		pk, sk := s(it["pk"]), s(it["sk"])
+		switch {
+		case strings.HasPrefix(pk, rules.StatePrefix):
+			state[[2]string{strings.TrimPrefix(pk, rules.StatePrefix), sk}] = it
+		case strings.HasPrefix(pk, rules.LegacyParkPrefix):
+			e.t.Errorf("park item %s %s", pk, sk)
+		case !rules.IsReserved(pk) && rules.IsReserved(sk):
+			e.t.Errorf("reserved item %s %s in an application's partition", pk, sk)
+		}
+	}
+	// The attributes of each target entity (by its sort key) and of no other item.
+	attrsOf := func(pk, sk string) []string {
+		switch {
+		case sk == "METADATA" && strings.HasPrefix(pk, "POST#"):
+			return []string{"commentCount", "likeTotal"}
+		case sk == "PROFILE" && strings.HasPrefix(pk, "USER#"):
+			return []string{"postCount"}
+		}
+		return nil
+	}
+	bad := 0
+	report := func(format string, args ...any) {
+		if bad < 10 {
+			e.t.Errorf(format, args...)
+		}
+		bad++
+	}
+	for _, it := range items {
+		pk, sk := s(it["pk"]), s(it["sk"])
+		attrs := attrsOf(pk, sk)
+		if attrs == nil {
+			continue
+		}
+		for name := range it {
+			if strings.HasPrefix(name, rules.ReservedPrefix) && name != rules.CopyVersionAttr {
+				report("target %s %s carries %s: counts and sums keep nothing on it but %s", pk, sk, name, rules.CopyVersionAttr)
+			}
+		}
+		st := state[[2]string{pk, sk}]
+		for _, a := range attrs {
+			if truth[a][pk] != 0 && st == nil {
+				report("target %s %s: no state item at %s%s %s, want %s %d", pk, sk, rules.StatePrefix, pk, sk, a, truth[a][pk])
+			}
+		}
+		if cv := it[rules.CopyVersionAttr]; cv != nil && n(cv) > n(st[rules.StateVersionAttr]) {
+			report("target %s %s: copy version %d above its state's %d", pk, sk, n(cv), n(st[rules.StateVersionAttr]))
+		}
+	}
+	for k, st := range state {
+		attrs := attrsOf(k[0], k[1])
+		if attrs == nil {
+			report("state item %s%s %s of no count or sum target", rules.StatePrefix, k[0], k[1])
+			continue
+		}
+		for _, a := range attrs {
+			if got := n(st[a]); got != truth[a][k[0]] {
+				report("state %s%s %s: %s = %d, want %d", rules.StatePrefix, k[0], k[1], a, got, truth[a][k[0]])
+			}
+		}
+		if st[rules.StateVersionAttr] == nil {
+			report("state %s%s %s has no version: %v", rules.StatePrefix, k[0], k[1], st)
+		}
+	}
+	if bad > 0 {
+		e.t.Fatalf("%d state items or targets are not as the design has them", bad)
 	}
 }
 

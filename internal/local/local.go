@@ -24,7 +24,7 @@ import (
 	"github.com/denorm/denorm/internal/provision"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/runtimeapi"
-	"github.com/denorm/denorm/internal/streamfollow"
+	"github.com/denorm/denorm/internal/streamclient"
 )
 
 // Config describes a local pipeline.
@@ -68,7 +68,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, streams := awsconf.Clients(awsCfg, cfg.Endpoint != "")
+	db, streams := awsconf.DynamoDB(awsCfg, cfg.Endpoint != ""), streamclient.New(awsCfg, cfg.Endpoint != "")
 	desc, err := provision.Ensure(ctx, db, cfg.Table, set.Table)
 	if err != nil {
 		return nil, err
@@ -92,9 +92,6 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}
 		inv = p.fn
 	} else {
-		if cfg.Apply.Stream == nil {
-			cfg.Apply.Stream = streamfollow.New(streams)
-		}
 		exec := apply.New(db, cfg.Table, set, cfg.Apply)
 		inv = lambda.NewHandler(handler.New(set, exec, handler.Options{Logger: cfg.Logger}).Handle)
 	}

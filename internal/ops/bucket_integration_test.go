@@ -13,6 +13,8 @@ import (
 
 	"github.com/denorm/denorm/internal/keys"
 	"github.com/denorm/denorm/internal/ops/opstest"
+	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/rules"
 )
 
 // TestBackfillAndVerifyBuckets: a table holding only comments gets, from one backfill, every
@@ -74,12 +76,15 @@ func TestBackfillAndVerifyBuckets(t *testing.T) {
 			t.Fatal(err)
 		}
 		seen := 0
+		byKey := map[[2]string]opstest.Item{}
 		for _, it := range got {
-			pk, sk := it["pk"].(*types.AttributeValueMemberS).Value, it["sk"].(*types.AttributeValueMemberS).Value
-			if !strings.HasPrefix(sk, "DAY#") && !strings.HasPrefix(sk, "MONTH#") {
-				continue
+			byKey[[2]string{it["pk"].(*types.AttributeValueMemberS).Value, it["sk"].(*types.AttributeValueMemberS).Value}] = it
+		}
+		for k, it := range byKey {
+			pk, sk := k[0], k[1]
+			if rules.IsReserved(pk) || !strings.HasPrefix(sk, "DAY#") && !strings.HasPrefix(sk, "MONTH#") {
+				continue // state items are checked with their targets
 			}
-			k := [2]string{pk, sk}
 			if day, ok := strings.CutPrefix(sk, "DAY#"); ok {
 				start, _ := keys.Day.Start(day)
 				if !dayEnd(start).Add(30 * 24 * time.Hour).After(now) {
@@ -95,6 +100,18 @@ func TestBackfillAndVerifyBuckets(t *testing.T) {
 			seen++
 			if n := nOf(it["commentCount"]); n != want[k] {
 				t.Errorf("%v: commentCount %d, want %d", k, n, want[k])
+			}
+			// The exact count is in the bucket's state item, which expires with it.
+			st := byKey[opstest.StateKey(pk, sk)]
+			switch {
+			case st == nil:
+				t.Errorf("%v: no state item", k)
+			case nOf(st["commentCount"]) != want[k]:
+				t.Errorf("%v: the state item holds commentCount %d, want %d", k, nOf(st["commentCount"]), want[k])
+			case !plan.Equal(st["ttl"], it["ttl"]):
+				t.Errorf("%v: the state item's ttl %v, the item's %v", k, st["ttl"], it["ttl"])
+			case !plan.Equal(st[rules.StateVersionAttr], it[rules.CopyVersionAttr]):
+				t.Errorf("%v: a copy of version %v, the state item is at %v", k, it[rules.CopyVersionAttr], st[rules.StateVersionAttr])
 			}
 		}
 		if seen != len(want) {

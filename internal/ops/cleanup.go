@@ -36,6 +36,10 @@ type CleanupConfig struct {
 	New *rules.Set
 	// Cleanups says what to remove (from rulesdiff: attributes per old rule and entity).
 	Cleanups []rulesdiff.Cleanup
+	// Legacy also removes what versions before state items kept on the table (see
+	// LegacyRule): rules.LegacyTargetAttrs on the application's items, park items, and
+	// relay items in the targets' partitions. Nothing reads them any more.
+	Legacy bool
 	// DryRun reports what would be removed and writes nothing.
 	DryRun bool
 	// Segments, PageSize, MaxWCU, Concurrency, Examples and Progress are as in Config.
@@ -80,6 +84,10 @@ type CleanupReport struct {
 	Left int64 `json:"left"`
 }
 
+// LegacyRule names, in a clean-up report, what versions before state items left on the
+// table (CleanupConfig.Legacy).
+const LegacyRule = "(layout before state items)"
+
 // cleaner is the state of one Cleanup.
 type cleaner struct {
 	cfg     CleanupConfig
@@ -94,7 +102,7 @@ type cleaner struct {
 }
 
 // Cleanup scans the table and removes what cfg.Cleanups name: attributes from the items of
-// the old rules' target entities and from the park items of their targets, and the
+// the old rules' target entities and from the state items of their targets, and the
 // rules' version registry and fan-out job items. Every write is conditional on the item
 // still holding what was scanned; one that changed is read again and retried.
 func Cleanup(ctx context.Context, cfg CleanupConfig) (*CleanupReport, error) {
@@ -119,6 +127,11 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) (*CleanupReport, error) {
 		c.stats[cl.Rule] = st
 		c.rep.Rules = append(c.rep.Rules, st)
 		c.entity[cl.Entity] = append(c.entity[cl.Entity], i)
+	}
+	if cfg.Legacy {
+		st := &CleanupStats{Rule: LegacyRule, Examples: []string{}}
+		c.stats[LegacyRule] = st
+		c.rep.Rules = append(c.rep.Rules, st)
 	}
 	if cfg.New != nil {
 		for _, e := range cfg.New.Entities {
@@ -218,6 +231,10 @@ func (c *cleaner) segment(ctx context.Context, s int) error {
 func (c *cleaner) item(ctx context.Context, it record.Item) {
 	spec := c.db.spec
 	key := itemKey(spec, it)
+	if c.cfg.Legacy && legacyItem(key) {
+		c.deleteReserved(ctx, LegacyRule, key)
+		return
+	}
 	if rules.IsReserved(key.PK) {
 		if rule := c.reservedOf(key.PK); rule != "" {
 			c.deleteReserved(ctx, rule, key)
@@ -280,14 +297,14 @@ type removal struct {
 func (c *cleaner) plan(item record.Item) (out, kept []removal) {
 	spec := c.db.spec
 	k := itemKey(spec, item)
-	if strings.HasPrefix(k.PK, rules.ParkPrefix) {
-		target := plan.Key{PK: strings.TrimPrefix(k.PK, rules.ParkPrefix), SK: k.SK}
+	if strings.HasPrefix(k.PK, rules.StatePrefix) {
+		target := plan.Key{PK: strings.TrimPrefix(k.PK, rules.StatePrefix), SK: k.SK}
 		for _, e := range c.cfg.Old.Entities {
 			if !keyMatches(e, target) {
 				continue
 			}
 			for _, i := range c.entity[e.Name] {
-				for _, a := range c.cfg.Cleanups[i].Parked {
+				for _, a := range c.cfg.Cleanups[i].State {
 					if item[a] != nil {
 						out = append(out, removal{c.cfg.Cleanups[i].Rule, a})
 					}
@@ -299,9 +316,16 @@ func (c *cleaner) plan(item record.Item) (out, kept []removal) {
 	if rules.IsReserved(k.PK) {
 		return nil, nil
 	}
+	if c.cfg.Legacy {
+		for _, a := range rules.LegacyTargetAttrs {
+			if item[a] != nil {
+				out = append(out, removal{LegacyRule, a})
+			}
+		}
+	}
 	e, _ := c.cfg.Old.Match(item, nil)
 	if e == nil {
-		return nil, nil
+		return out, nil
 	}
 	var keep map[string]bool
 	if c.cfg.New != nil {
@@ -324,7 +348,13 @@ func (c *cleaner) plan(item record.Item) (out, kept []removal) {
 	return out, kept
 }
 
-// keyMatches reports whether k has the primary key of entity e (park items carry only keys
+// legacyItem reports whether k is an item only versions before state items wrote: a park
+// item, or a relay item in its target's partition.
+func legacyItem(k plan.Key) bool {
+	return strings.HasPrefix(k.PK, rules.LegacyParkPrefix) || !rules.IsReserved(k.PK) && strings.HasPrefix(k.SK, rules.RelayPrefix)
+}
+
+// keyMatches reports whether k has the primary key of entity e (state items carry only keys
 // and amounts, so the entity's other keys and type cannot be checked).
 func keyMatches(e *rules.EntityType, k plan.Key) bool {
 	if _, ok := e.PK.Match(k.PK, nil); !ok {

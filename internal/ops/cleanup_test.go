@@ -50,9 +50,10 @@ func withoutRules(t *testing.T, names ...string) string {
 }
 
 // TestCleanup removes what comment-author and post-comment-count left after the rules
-// lost them: the copied names and versions on comments, the counters and watermarks on
-// posts, the counter parked for a missing post, the copy's registry and job items. A dry
-// run writes nothing; a second run finds nothing; the new rules' attributes stay.
+// lost them: the copied names and versions on comments, the counters and copy versions on
+// posts, the counter in the posts' state items (a post's and a missing post's), the copy's
+// registry and job items. A dry run writes nothing; a second run finds nothing; the new
+// rules' attributes and state stay.
 func TestCleanup(t *testing.T) {
 	s, n := sAV, nAV
 	c1 := commentItem("p1", "c1", "u1")
@@ -61,11 +62,14 @@ func TestCleanup(t *testing.T) {
 	c2["userName"], c2["_dnv_comment-author"] = s("User u2"), n(8)
 	c3 := commentItem("p2", "c3", "u1") // written after the rule was gone: nothing to remove
 	p1 := postItem("p1", "u1", true)
-	p1["commentCount"], p1["_dn_wm"] = n(2), n(900)
+	p1["commentCount"] = n(2)
 	u1 := userItem("u1")
-	u1["commentCount"], u1["postCount"], u1["_dn_n"] = n(2), n(1), n(5) // user-comment-count stays
+	u1["commentCount"], u1["postCount"] = n(2), n(1) // user-comment-count stays
 	items := []opstest.Item{userItem("u2"), u1, p1, postItem("p2", "u1", false), c1, c2, c3,
-		{"pk": s("_dn#p#POST#p9"), "sk": s("METADATA"), "commentCount": n(3), "_dn_wm": n(950)},
+		opstest.StateOf(p1, 3, []string{"commentCount"}, rules.WatermarkAttr, n(900)),
+		opstest.StateOf(u1, 5, []string{"commentCount", "postCount"}, rules.RelayWatermarkAttr, n(960)),
+		// The state of a post that does not exist (deleted, or not written yet).
+		{"pk": s(rules.StatePrefix + "POST#p9"), "sk": s("METADATA"), "commentCount": n(3), rules.WatermarkAttr: n(950), rules.StateVersionAttr: n(4)},
 		{"pk": s("_dn#ver#comment-author#USER#u1#PROFILE"), "sk": s("_dn#ver#"), "v": n(7)},
 		{"pk": s("_dn#job#comment-author#USER#u1#PROFILE"), "sk": s("_dn#job#"), "v": n(7)},
 		{"pk": s("_dn#ver#membership-group-name#GROUP#g1#METADATA"), "sk": s("_dn#ver#"), "v": n(3)},
@@ -109,14 +113,15 @@ func TestCleanup(t *testing.T) {
 		}
 		return m
 	}
+	// post-comment-count: p1 (commentCount, _dn_cv) and the state items of p1 and p9 (commentCount).
 	want := map[string]ops.CleanupStats{
 		"comment-author":     {Rule: "comment-author", Entity: "Comment", Items: 2, Cleaned: 2, Attributes: 5, Deleted: 2},
-		"post-comment-count": {Rule: "post-comment-count", Entity: "Post", Items: 2, Cleaned: 2, Attributes: 3},
+		"post-comment-count": {Rule: "post-comment-count", Entity: "Post", Items: 3, Cleaned: 3, Attributes: 4},
 	}
 	before, _ := opstest.Scan(ctx, fx.db, fx.table)
 	dry := run(true)
-	if got := stats(dry); !equalStats(got, want) || dry.Writes != 0 || dry.Left != 6 {
-		t.Errorf("dry run: %+v, %d writes, %d left; want %+v, no writes, 6 left (4 items, 2 reserved items)", got, dry.Writes, dry.Left, want)
+	if got := stats(dry); !equalStats(got, want) || dry.Writes != 0 || dry.Left != 7 {
+		t.Errorf("dry run: %+v, %d writes, %d left; want %+v, no writes, 7 left (5 items, 2 reserved items)", got, dry.Writes, dry.Left, want)
 	}
 	if after, _ := opstest.Scan(ctx, fx.db, fx.table); len(after) != len(before) {
 		t.Errorf("the dry run changed the table")
@@ -146,16 +151,25 @@ func TestCleanup(t *testing.T) {
 			}
 		case pk == "POST#p1":
 			if all != "pk,sk,status,title,userId" {
-				t.Errorf("%s %s has %s, want its counter and watermark gone", pk, sk, all)
+				t.Errorf("%s %s has %s, want its counter and copy version gone", pk, sk, all)
 			}
-		case pk == "_dn#p#POST#p9":
-			if strings.Contains(all, "commentCount") {
-				t.Errorf("the park of POST#p9 still has %s", all)
+		case pk == rules.StatePrefix+"POST#p1", pk == rules.StatePrefix+"POST#p9":
+			if all != "_dn_v,_dn_wm,pk,sk" {
+				t.Errorf("the state item of %s %s has %s, want its counter gone", pk, sk, all)
 			}
 		case pk == "USER#u1":
-			if all != "_dn_n,commentCount,name,pk,postCount,sk" {
-				t.Errorf("%s %s has %s: the new rules' counters and bookkeeping must stay", pk, sk, all)
+			if all != "_dn_cv,commentCount,name,pk,postCount,sk" {
+				t.Errorf("%s %s has %s: the new rules' counters and copy version must stay", pk, sk, all)
 			}
+		case pk == rules.StatePrefix+"USER#u1":
+			if all != "_dn_v,_dn_wr,commentCount,pk,postCount,sk" {
+				t.Errorf("the state item of %s %s has %s: the new rules' state must stay", pk, sk, all)
+			}
+		}
+	}
+	for _, pk := range []string{rules.StatePrefix + "POST#p1", rules.StatePrefix + "POST#p9", rules.StatePrefix + "USER#u1"} {
+		if _, ok := findItem(got, pk); !ok {
+			t.Errorf("the state item %s is gone", pk)
 		}
 	}
 	if _, ok := findItem(got, "_dn#ver#membership-group-name#GROUP#g1#METADATA"); !ok {

@@ -121,9 +121,7 @@ func (w *Worker) Observe(item record.Item, which []int, exp *Expected) []Problem
 			}
 		case rules.KindCount, rules.KindSum:
 			for _, d := range rp.Deltas {
-				if !d.Restore { // what the item holds as a target is not what it adds as a source
-					addTotal(exp.Totals[i], d.Target, d.Amount)
-				}
+				addTotal(exp.Totals[i], d.Target, d.Amount)
 			}
 		case rules.KindMax, rules.KindMin:
 			for _, x := range rp.Extremes {

@@ -147,7 +147,63 @@ func TestVerifyAndRepair(t *testing.T) {
 	cfg = fx.config(false)
 	cfg.Mode = "verify (repaired)"
 	requireClean(t, fx.run(cfg))
-	fx.compare(opstest.Correct(1, opstest.Small).Items(), zeroCounter)
+	correct := opstest.Correct(1, opstest.Small)
+	fx.compare(correct.Items(), zeroCounter)
+	// The counters were repaired in their state items, which the targets show.
+	fx.checkStates(correct, c.Counters)
+}
+
+// checkStates checks the state items of count and sum targets against want, the correct
+// table: each holds its target's true values (0 for a target want lacks) and its target,
+// where there is one, shows the copy of its version. Every target of counters has a
+// state item holding the attributes listed, unless their true values are 0 (what an absent
+// state holds).
+func (fx *fixture) checkStates(want *opstest.Data, counters map[[2]string][]string) {
+	t := fx.t
+	t.Helper()
+	got, err := opstest.Scan(context.Background(), fx.db, fx.table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[[2]string]opstest.Item{}
+	for _, it := range got {
+		byKey[[2]string{it["pk"].(*types.AttributeValueMemberS).Value, it["sk"].(*types.AttributeValueMemberS).Value}] = it
+	}
+	bad := 0
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Errorf(format, args...)
+		if bad++; bad > 10 {
+			t.Fatal("too many differences")
+		}
+	}
+	for k, st := range byKey {
+		pk, ok := strings.CutPrefix(k[0], rules.StatePrefix)
+		if !ok {
+			continue
+		}
+		tk := [2]string{pk, k[1]}
+		truth := want.Get(tk[0], tk[1])
+		for a, v := range st {
+			if a == "pk" || a == "sk" || a == "ttl" || strings.HasPrefix(a, rules.ReservedPrefix) {
+				continue
+			}
+			if !plan.NumberOf(v).Sub(plan.NumberOf(truth[a])).IsZero() {
+				fail("the state item of %v holds %s = %v, want %v", tk, a, show(opstest.Item{a: v}), show(opstest.Item{a: truth[a]}))
+			}
+		}
+		if target := byKey[tk]; target != nil && !plan.Equal(target[rules.CopyVersionAttr], st[rules.StateVersionAttr]) {
+			fail("%v shows the copy of version %v, its state item is at %v", tk, show(opstest.Item{"v": target[rules.CopyVersionAttr]}), show(opstest.Item{"v": st[rules.StateVersionAttr]}))
+		}
+	}
+	for tk, attrs := range counters {
+		st := byKey[opstest.StateKey(tk[0], tk[1])]
+		for _, a := range attrs {
+			if st[a] == nil && !plan.NumberOf(want.Get(tk[0], tk[1])[a]).IsZero() {
+				fail("the state item of %v lacks %s (state item: %t)", tk, a, st != nil)
+			}
+		}
+	}
 }
 
 // compare checks that the table holds exactly want's items, ignoring Denorm's reserved
@@ -259,7 +315,10 @@ func TestBackfillRawTable(t *testing.T) {
 	vc := fx.config(false)
 	vc.Mode = "verify (after backfill)"
 	requireClean(t, fx.run(vc))
-	fx.compare(opstest.Correct(2, opstest.Backfill).Items(), rawIgnore)
+	correct := opstest.Correct(2, opstest.Backfill)
+	fx.compare(correct.Items(), rawIgnore)
+	// Every count and sum was set in its target's state item, and copied.
+	fx.checkStates(correct, correct.Counters())
 }
 
 // slowScan delays the Scan pages of the segments slow says, so a test can stop a run when

@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-
 	"github.com/denorm/denorm/internal/keys"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
@@ -21,17 +19,18 @@ import (
 // an order that leaves no such window (docs/operations.md, "Counters while the stream
 // runs", has the argument):
 //
-//  1. read the target (strongly consistent): its counter, _dn_wm and _dn_n;
+//  1. read the target's state item (strongly consistent): its value and version;
 //  2. read its sources (a strongly consistent query; a global index is eventually
 //     consistent, so its query waits Settle first);
 //  3. wait Settle, so that the deltas of source writes the query saw, still on the stream,
-//     land now and move the target;
-//  4. SET the counter to the recount, on condition that the counter, _dn_wm and _dn_n are
-//     still as read in 1 (or, when the recount equals the counter, read the target again
-//     and check just that). A failed condition starts again from 1.
+//     land now and move the state;
+//  4. SET the state's value to the recount, on condition that its version is still as
+//     read in 1 (or, when the recount equals the value, read the state again and check
+//     just that), then copy the state onto the target. A failed condition starts again
+//     from 1.
 //
-// Every delta the processor applies raises _dn_wm or _dn_n, so an unchanged target has had
-// no delta since 1: everything applied to it was written before 1, hence seen by the
+// Every delta the processor applies raises the state's version, so an unchanged state has
+// had no delta since 1: everything applied to it was written before 1, hence seen by the
 // query; and every source write the query saw has been applied, unless its delta took
 // longer than Settle to land.
 
@@ -133,7 +132,7 @@ func (rp *repairer) recountTotal(ctx context.Context, i int, k plan.Key) (plan.N
 			continue
 		}
 		for _, d := range p.Deltas {
-			if !d.Restore && d.Target == k {
+			if d.Target == k {
 				total = total.Add(d.Amount)
 			}
 		}
@@ -148,7 +147,7 @@ const recountAttempts = 5
 // recountJob is one counter target being recounted.
 type recountJob struct {
 	d     *Drift
-	snap  record.Item // the target as read in step 1 (nil: missing)
+	snap  record.Item // the target's state item as read in step 1 (nil: none)
 	total plan.Number
 	out   Outcome
 	err   error
@@ -169,7 +168,7 @@ func (r *runner) recount(ctx context.Context, pool chan *repairer, drifts []Drif
 	pending := append([]*recountJob(nil), jobs...)
 	for attempt := 0; attempt < recountAttempts && len(pending) > 0 && ctx.Err() == nil; attempt++ {
 		each(pool, pending, func(rp *repairer, j *recountJob) {
-			j.snap, j.err = rp.db.get(ctx, j.d.Key)
+			j.snap, j.err = rp.db.getState(ctx, j.d.Key)
 		})
 		if eventual {
 			// Writes applied to a target before it was read reach a global index within
@@ -219,58 +218,44 @@ func (r *runner) recount(ctx context.Context, pool chan *repairer, drifts []Drif
 	}
 }
 
-// recountWrite is step 4: done false means the target moved since it was read (try again).
+// recountWrite is step 4: done false means the state moved since it was read (try again).
 func (rp *repairer) recountWrite(ctx context.Context, j *recountJob) (Outcome, bool, error) {
 	r := rp.w.ev.rules[j.d.Rule].r
-	spec := rp.db.spec
 	attr := r.Agg.Attribute
-	var cond expression.ConditionBuilder
-	if j.snap == nil {
-		if j.total.IsZero() || r.Agg.MissingTarget != rules.MissingCreate {
-			return Resolved, true, nil // no target, and none to create
+	if plan.NumberOf(j.snap[attr]).Sub(j.total).IsZero() {
+		// The state is right as read; still right if nothing moved it since. Then only the
+		// target's copy can be wrong.
+		now, err := rp.db.getState(ctx, j.d.Key)
+		if err != nil {
+			return Failed, true, err
 		}
-		cond = expression.AttributeNotExists(expression.Name(spec.PartitionKey))
-	} else {
-		if _, drift := counterDiff(r, j.snap, j.total); !drift {
-			// Right as read; still right if nothing moved it since.
-			now, err := rp.db.get(ctx, j.d.Key)
-			if err != nil {
-				return Failed, true, err
-			}
-			if now != nil && sameCounter(attr, j.snap, now) {
-				return Resolved, true, nil
-			}
+		if !plan.Equal(now[rules.StateVersionAttr], j.snap[rules.StateVersionAttr]) {
 			return Conflict, false, nil
 		}
-		cond = expression.AttributeExists(expression.Name(spec.PartitionKey))
-		for _, a := range []string{attr, rules.WatermarkAttr, rules.WritesAttr} {
-			cond = cond.And(unchanged(a, j.snap[a]))
+		target, err := rp.db.get(ctx, j.d.Key)
+		if err != nil {
+			return Failed, true, err
 		}
+		if _, drift := counterDiff(r, target, j.total); !drift || target == nil && r.Agg.MissingTarget != rules.MissingCreate {
+			return Resolved, true, nil // right, or no target to show it
+		}
+		if err := rp.db.copyState(ctx, r, j.d.Key, now); err != nil {
+			return Failed, true, err
+		}
+		return Repaired, true, nil
 	}
-	// The write count rises so the processor takes the write for Denorm's own.
-	ub := expression.Set(expression.Name(attr), val(numberAV(j.total))).
-		Add(expression.Name(rules.WritesAttr), expression.Value(numberAV(plan.Int(1))))
-	ub = withBucketTTL(ub, spec, r, j.d.Key) // a bucket item without its TTL gets it
-	err := rp.db.update(ctx, j.d.Key, ub, cond)
+	state, err := rp.db.setState(ctx, r, j.d.Key, j.total, j.snap[rules.StateVersionAttr])
 	switch {
 	case err == nil:
+		if err := rp.db.copyState(ctx, r, j.d.Key, state); err != nil {
+			return Failed, true, err
+		}
 		return Repaired, true, nil
 	case isCondFailed(err):
 		return Conflict, false, nil
 	default:
 		return Failed, true, err
 	}
-}
-
-// sameCounter reports whether a counter target's aggregate and Denorm's bookkeeping are
-// the same in a and b: no delta, restore or repair landed in between.
-func sameCounter(attr string, a, b record.Item) bool {
-	for _, n := range []string{attr, rules.WatermarkAttr, rules.WritesAttr} {
-		if !plan.Equal(a[n], b[n]) {
-			return false
-		}
-	}
-	return true
 }
 
 // each runs f for every job, in parallel on the pool's repairers.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/denorm/denorm/internal/ops"
 	"github.com/denorm/denorm/internal/ops/opstest"
+	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/rules"
 )
 
@@ -55,43 +56,58 @@ func (cr *counterRig) put(it opstest.Item) {
 	}
 }
 
-// delta applies one source change's delta to a counter as the stream processor does: with
-// a higher watermark (targets sharing their sources' partition) or one more write count.
-func (cr *counterRig) delta(pk, sk, attr string, amount int, watermark bool) {
+// delta applies one source change's delta to a counter as the stream processor does: to the
+// target's state item, with a higher watermark of the target's partition (targets sharing
+// their sources' partition) or of its relay items (sources elsewhere), and a version one
+// higher; then the state is copied onto the target.
+func (cr *counterRig) delta(pk, sk, attr string, amount int, local bool) {
 	cr.t.Helper()
-	in := &dynamodb.UpdateItemInput{TableName: aws.String(cr.fx.table), Key: opstest.Item{"pk": sAV(pk), "sk": sAV(sk)},
-		ExpressionAttributeNames: map[string]string{"#a": attr}}
-	if watermark {
-		cr.mu.Lock()
-		cr.wm += 100
-		wm := cr.wm
-		cr.mu.Unlock()
-		in.UpdateExpression = aws.String("ADD #a :d SET #wm = :wm")
-		in.ExpressionAttributeNames["#wm"] = rules.WatermarkAttr
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":d": nAV(amount), ":wm": nAV(wm)}
-	} else {
-		in.UpdateExpression = aws.String("ADD #a :d, #n :one")
-		in.ExpressionAttributeNames["#n"] = rules.WritesAttr
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":d": nAV(amount), ":one": nAV(1)}
+	cr.mu.Lock()
+	cr.wm += 100
+	wm := cr.wm
+	cr.mu.Unlock()
+	wmAttr := rules.RelayWatermarkAttr
+	if local {
+		wmAttr = rules.WatermarkAttr
 	}
-	if _, err := cr.fx.db.UpdateItem(context.Background(), in); err != nil {
+	if _, err := opstest.Delta(context.Background(), cr.fx.db, cr.fx.table, pk, sk, attr, amount, wmAttr, wm); err != nil {
 		cr.t.Fatal(err)
 	}
 }
 
+// counter returns attr of the target at pk, sk (0 when absent), and checks that the target
+// shows its state item: the same value, copied from the state's version.
 func (cr *counterRig) counter(pk, sk, attr string) int {
+	cr.t.Helper()
+	target, state := cr.get(pk, sk), cr.get(opstest.StateKey(pk, sk)[0], sk)
+	if state == nil {
+		cr.t.Errorf("%s %s has no state item", pk, sk)
+	} else if got, want := number(target[attr]), number(state[attr]); got != want {
+		cr.t.Errorf("%s %s shows %s = %d, its state item holds %d", pk, sk, attr, got, want)
+	} else if !plan.Equal(target[rules.CopyVersionAttr], state[rules.StateVersionAttr]) {
+		cr.t.Errorf("%s %s shows the copy of version %v, its state item is at %v", pk, sk, target[rules.CopyVersionAttr], state[rules.StateVersionAttr])
+	}
+	return number(target[attr])
+}
+
+func (cr *counterRig) get(pk, sk string) opstest.Item {
 	cr.t.Helper()
 	out, err := cr.fx.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(cr.fx.table),
 		Key: opstest.Item{"pk": sAV(pk), "sk": sAV(sk)}, ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		cr.t.Fatal(err)
 	}
-	n, ok := out.Item[attr].(*types.AttributeValueMemberN)
+	return out.Item
+}
+
+// number is a number attribute's value, 0 when absent.
+func number(v types.AttributeValue) int {
+	n, ok := v.(*types.AttributeValueMemberN)
 	if !ok {
 		return 0
 	}
-	v, _ := strconv.Atoi(n.Value)
-	return v
+	x, _ := strconv.Atoi(n.Value)
+	return x
 }
 
 // afterQuery runs f once, in the background after a delay, when the recount has read the

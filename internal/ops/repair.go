@@ -200,53 +200,38 @@ func (rp *repairer) mirror(ctx context.Context, d *Drift) (Outcome, error) {
 	return Conflict, nil
 }
 
-// counter sets a count or sum whose sources only a scan finds to the scan's total, on
-// condition that the target still holds the value seen and its watermark and write count
-// have not moved: a delta that landed since wins, and the
-// item is re-read and re-checked instead of retried, because the scan's total may be the
-// stale one.
+// counter sets a count or sum whose sources only a scan finds to the scan's total, in the
+// target's state item, on condition that the state's version is the one the target's copy
+// showed when it was scanned: no delta landed since. Otherwise the state is read again:
+// if it holds the total, only the copy was behind; if not, the scan's total may be the
+// stale one, and the target is left (a conflict).
 func (rp *repairer) counter(ctx context.Context, d *Drift) (Outcome, error) {
 	r := rp.w.ev.rules[d.Rule].r
-	spec := rp.db.spec
-	attr := r.Agg.Attribute
-	target := d.Got
-	// The write count rises so the processor takes the repair for Denorm's own write, not an
-	// application's to undo.
-	ub := expression.Set(expression.Name(attr), val(numberAV(d.Total))).
-		Add(expression.Name(rules.WritesAttr), expression.Value(numberAV(plan.Int(1))))
-	ub = withBucketTTL(ub, spec, r, d.Key) // a bucket item without its TTL gets it
-	var cond expression.ConditionBuilder
-	if target == nil {
-		cond = expression.AttributeNotExists(expression.Name(spec.PartitionKey))
-	} else {
-		// Every delta raises the watermark or the write count: with both unchanged, no
-		// delta landed since the scan, even one that left the counter's value as it was.
-		cond = expression.AttributeExists(expression.Name(spec.PartitionKey)).
-			And(unchanged(attr, target[attr])).
-			And(unchanged(apply.WatermarkAttr, target[apply.WatermarkAttr])).
-			And(unchanged(rules.WritesAttr, target[rules.WritesAttr]))
-	}
-	err := rp.db.update(ctx, d.Key, ub, cond)
-	if err == nil {
-		return Repaired, nil
-	}
-	if !isCondFailed(err) {
-		return Failed, err
-	}
-	now, err := rp.db.get(ctx, d.Key)
+	state, err := rp.db.getState(ctx, d.Key)
 	if err != nil {
 		return Failed, err
 	}
-	if now == nil {
-		if d.Total.IsZero() || r.Agg.MissingTarget != rules.MissingCreate {
-			return Resolved, nil
-		}
+	if state != nil && plan.NumberOf(state[r.Agg.Attribute]).Sub(d.Total).IsZero() {
+		// The state is right: the copy was behind (or the application changed it).
+		return Repaired, rp.db.copyState(ctx, r, d.Key, state)
+	}
+	// The copy's version as scanned says which state the scan saw; a target without one
+	// (the application dropped it) is taken at the state as it is now.
+	if seen := d.Got[rules.CopyVersionAttr]; state != nil && seen != nil && !plan.Equal(seen, state[rules.StateVersionAttr]) {
+		return Conflict, nil // the state moved since the target was scanned
+	}
+	var version types.AttributeValue
+	if state != nil {
+		version = state[rules.StateVersionAttr]
+	}
+	state, err = rp.db.setState(ctx, r, d.Key, d.Total, version)
+	if isCondFailed(err) {
 		return Conflict, nil
 	}
-	if _, drift := counterDiff(r, now, d.Total); !drift {
-		return Resolved, nil
+	if err != nil {
+		return Failed, err
 	}
-	return Conflict, nil
+	return Repaired, rp.db.copyState(ctx, r, d.Key, state)
 }
 
 // setRemove sets each attribute to its wanted value, or removes it when it should be absent.

@@ -3,7 +3,6 @@ package plan
 import (
 	"time"
 
-	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
 )
 
@@ -48,34 +47,4 @@ func (m *expiryMemo) expiry(r *rules.CompiledRule, k Key) (time.Time, bool) {
 		m.exp, m.ok = r.Expiry(k.PK, k.SK)
 	}
 	return m.exp, m.ok
-}
-
-// bucketExpired reports whether the record is DynamoDB's TTL deleting a bucket item whose
-// rules gave it that TTL: the bucket is over, so its aggregates are not parked for a
-// re-creation as those of a target the application deleted are.
-func (e *eval) bucketExpired() bool {
-	if !e.c.TTL || e.c.Op != record.Remove || e.oldE == nil {
-		return false
-	}
-	for _, r := range e.spec.RulesInto(e.oldE) {
-		if r.Kind.Aggregate() && r.TTL > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// ownTTL reports whether attribute name of a count or sum target is the TTL Denorm writes
-// when it creates a bucket item (a rule of aggs has a ttl): an inserted target holding it
-// besides its keys, aggregates and Denorm's attributes is still one Denorm created.
-func ownTTL(s *rules.Set, aggs []*rules.CompiledRule, name string) bool {
-	if name == "" || name != s.Table.TTLAttribute {
-		return false
-	}
-	for _, r := range aggs {
-		if r.TTL > 0 {
-			return true
-		}
-	}
-	return false
 }

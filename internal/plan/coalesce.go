@@ -21,16 +21,17 @@ type Batch struct {
 	Pulls []PullGroup
 	// Jobs: fan-out job items to continue, one per job key (the newest image).
 	Jobs []JobGroup
-	// Watermarked: deltas applied with a per-target sequence watermark, one group per target.
+	// Watermarked: deltas applied to a target's state item under a sequence watermark, one
+	// group per target and watermark (the target's own partition, or its relay items').
 	Watermarked []TargetDeltas
-	// Relays: deltas to targets in other partitions, written to relay items in the
-	// targets' partitions; one group per (target, source).
+	// Relays: deltas to targets in other partitions, written to relay items; one group per
+	// (target, source).
 	Relays []RelayGroup
 	// Marked: deltas applied with a per-event idempotency marker, one group per event.
 	Marked []EventDeltas
-	// Folds: targets that appeared, to receive what was parked while they were missing;
-	// one per target, run after the deltas.
-	Folds []FoldGroup
+	// Refreshes: count and sum targets the application wrote, whose copy of the state is
+	// put back; one per target, run after the deltas.
+	Refreshes []RefreshGroup
 	// Extremes: one per (max or min rule, target): the best raise, the value most likely
 	// to have been the extreme among those that left, and whether to recompute anyway.
 	Extremes []ExtremeGroup
@@ -102,16 +103,10 @@ func (g *ExtremeGroup) merge(x Extreme) {
 	g.Recompute = g.Recompute || x.Recompute
 }
 
-// FoldGroup is a target that appeared in record Rec, whose sequence number is Seq: deltas
-// parked for records before it are moved into it, except those of records up to Covers: the
-// watermark of a restore the batch applies before it (a deleted target's image holds them).
-// Source is the stream of its record, to read on in for Denorm's writes of the target since.
-type FoldGroup struct {
-	Target Key
-	Rec    int
-	Seq    string
-	Covers string
-	Source string
+// RefreshGroup is the last Refresh of one target in the batch.
+type RefreshGroup struct {
+	Refresh
+	Rec int
 }
 
 // WriteGroup is the newest Write for one (rule, target).
@@ -140,83 +135,51 @@ type JobGroup struct {
 
 // Entry is one record's delta to one attribute of a watermarked target.
 type Entry struct {
-	Rec     int
-	Seq     string
-	Rule    *rules.CompiledRule
-	Amount  Number
-	Restore bool // never creates the target
-	// Replaced: the application's write this restore undoes (see Delta.Replaced).
-	Replaced *Replacement
-	Covers   string // see Delta.Covers
-	Removal  bool   // see Delta.Removal
-	Source   string // see Delta.Source
+	Rec    int
+	Seq    string
+	Rule   *rules.CompiledRule
+	Amount Number
 }
 
-// TargetDeltas are the watermark-guarded deltas of one target, in record order.
+// TargetDeltas are the watermark-guarded deltas of one target, in record order, from one
+// partition's records: the target's own (Watermark is rules.WatermarkAttr) or its relay
+// items' (rules.RelayWatermarkAttr).
 type TargetDeltas struct {
-	Target  Key
-	Entries []Entry
-	// Await is the record of a delete of the target that ends the batch (not its first
-	// record), whose INSERT may come next: the executor fails it to read it again first in
-	// a batch that holds what follows (-1: none).
-	Await int
+	Target    Key
+	Watermark string
+	Entries   []Entry
 }
 
 // Sum coalesces entries after watermark wm ("" = none): the amount per attribute (in first
-// appearance order), the lowest and highest sequence numbers taken, and whether every rule
-// involved creates a missing target. Entries a restore covers (records the image it brings
-// back holds already) are left out like those at or below the watermark.
-func (t *TargetDeltas) Sum(wm string) (attrs []AttrAmount, minSeq, maxSeq string, create bool) {
-	create = true
-	from := wm
+// appearance order) and the lowest and highest sequence numbers taken.
+func (t *TargetDeltas) Sum(wm string) (attrs []AttrAmount, minSeq, maxSeq string) {
 	for _, e := range t.Entries {
-		from = MaxSeq(from, e.Covers)
-	}
-	for _, e := range t.Entries {
-		if from != "" && record.CompareSeq(e.Seq, from) <= 0 {
+		if wm != "" && record.CompareSeq(e.Seq, wm) <= 0 {
 			continue
 		}
 		if minSeq == "" {
 			minSeq = e.Seq
 		}
 		maxSeq = e.Seq
-		if e.Rule.Agg.MissingTarget != rules.MissingCreate || e.Restore {
-			create = false
-		}
-		attrs = addAmount(attrs, e.Rule, e.Amount, e.Restore)
+		attrs = addAmount(attrs, e.Rule, e.Amount)
 	}
-	return attrs, minSeq, maxSeq, create
+	return attrs, minSeq, maxSeq
 }
 
-// Restored is the last delete of the target among the entries Sum took (minSeq to maxSeq)
-// whose image a write of them restores (a delete alone, or paired with its re-put), and
-// that image's watermark; "" when there is none.
-func (t *TargetDeltas) Restored(minSeq, maxSeq string) (del, covers string) {
-	for _, e := range t.Entries {
-		if e.Covers == "" || !(e.Removal || (e.Replaced != nil && e.Replaced.At != "")) {
-			continue
-		}
-		if record.CompareSeq(e.Seq, minSeq) >= 0 && record.CompareSeq(e.Seq, maxSeq) <= 0 {
-			del, covers = e.Seq, e.Covers
-		}
-	}
-	return del, covers
-}
-
-// AttrAmount is a coalesced delta to one attribute. Deltas that may create a missing
-// target and deltas that may not are kept apart: a missing target parks the second kind.
+// AttrAmount is a coalesced delta to one attribute.
 type AttrAmount struct {
 	Attribute string
 	Rule      *rules.CompiledRule // the first rule writing the attribute
 	Amount    Number
-	Create    bool // the deltas create a missing target
+	Create    bool // a rule writing the attribute creates a missing target
 }
 
-func addAmount(list []AttrAmount, r *rules.CompiledRule, n Number, restore bool) []AttrAmount {
-	create := r.Agg.MissingTarget == rules.MissingCreate && !restore
+func addAmount(list []AttrAmount, r *rules.CompiledRule, n Number) []AttrAmount {
+	create := r.Agg.MissingTarget == rules.MissingCreate
 	for i := range list {
-		if list[i].Attribute == r.Agg.Attribute && list[i].Create == create {
+		if list[i].Attribute == r.Agg.Attribute {
 			list[i].Amount = list[i].Amount.Add(n)
+			list[i].Create = list[i].Create || create
 			return list
 		}
 	}
@@ -244,8 +207,8 @@ func Coalesce(recs []RecordPlan) *Batch {
 	fans := map[ruleKey]int{}
 	pulls := map[ruleKey]int{}
 	jobs := map[Key]int{}
-	folds := map[Key]int{}
-	wm := map[Key]int{}
+	refreshes := map[Key]int{}
+	wm := map[[2]string]int{}
 	relays := map[[2]Key]int{}
 	extremes := map[ruleKey]int{}
 	for i := range recs {
@@ -270,21 +233,22 @@ func Coalesce(recs []RecordPlan) *Batch {
 		if rp.Job != nil {
 			upsert(jobs, &b.Jobs, rp.JobKey, JobGroup{Item: rp.Job, Rec: i})
 		}
-		for _, k := range rp.Folds {
-			// The last record that needs a fold moves what was parked before it.
-			upsert(folds, &b.Folds, k, FoldGroup{Target: k, Rec: i, Seq: rp.Seq, Source: rp.Stream})
+		for _, f := range rp.Refreshes {
+			upsert(refreshes, &b.Refreshes, f.Target, RefreshGroup{Refresh: f, Rec: i})
 		}
 		var ev *EventDeltas
 		for _, d := range rp.Deltas {
-			// Watermarks hold only where the target shares the record's partition.
-			if d.Rule.Watermark && d.Target.PK == rp.PK {
-				j, ok := wm[d.Target]
+			// Watermarks hold only for records of one partition in order: the target's
+			// own, or its relay items'.
+			if attr := watermarkOf(d, rp.PK); attr != "" {
+				gk := [2]string{d.Target.PK + "\x00" + d.Target.SK, attr}
+				j, ok := wm[gk]
 				if !ok {
 					j = len(b.Watermarked)
-					wm[d.Target] = j
-					b.Watermarked = append(b.Watermarked, TargetDeltas{Target: d.Target, Await: -1})
+					wm[gk] = j
+					b.Watermarked = append(b.Watermarked, TargetDeltas{Target: d.Target, Watermark: attr})
 				}
-				b.Watermarked[j].Entries = append(b.Watermarked[j].Entries, Entry{Rec: i, Seq: rp.Seq, Rule: d.Rule, Amount: d.Amount, Restore: d.Restore, Replaced: d.Replaced, Covers: d.Covers, Removal: d.Removal, Source: d.Source})
+				b.Watermarked[j].Entries = append(b.Watermarked[j].Entries, Entry{Rec: i, Seq: rp.Seq, Rule: d.Rule, Amount: d.Amount})
 				continue
 			}
 			if d.Rule.Relay {
@@ -305,46 +269,18 @@ func Coalesce(recs []RecordPlan) *Batch {
 			ev.add(d)
 		}
 	}
-	for j := range b.Watermarked {
-		t := &b.Watermarked[j]
-		t.pairReplacements()
-		t.follow(recs)
-		if last := len(t.Entries) - 1; last >= 0 && t.Entries[last].Removal && t.Entries[last].Rec == len(recs)-1 && t.Entries[last].Rec > 0 {
-			t.Await = t.Entries[last].Rec
-		}
-	}
 	b.Pulls = withoutRemoved(b.Pulls, recs)
-	// A restore applied with the batch (a deleted target's, say) covers the parked entries
-	// of its records too: the fold must leave them out as it leaves out the batch's.
-	for i := range b.Folds {
-		f := &b.Folds[i]
-		if j, ok := wm[f.Target]; ok {
-			for _, e := range b.Watermarked[j].Entries {
-				if record.CompareSeq(e.Seq, f.Seq) <= 0 {
-					f.Covers = MaxSeq(f.Covers, e.Covers)
-				}
-			}
-		}
-	}
-	// An INSERT's entries that paired with no delete and add nothing leave a group empty.
-	kept := b.Watermarked[:0]
-	for _, t := range b.Watermarked {
-		if len(t.Entries) > 0 {
-			kept = append(kept, t)
-		}
-	}
-	b.Watermarked = kept
 	return b
 }
 
 func (ev *EventDeltas) add(d Delta) {
 	for i := range ev.Targets {
 		if ev.Targets[i].Target == d.Target {
-			ev.Targets[i].Attrs = addAmount(ev.Targets[i].Attrs, d.Rule, d.Amount, d.Restore)
+			ev.Targets[i].Attrs = addAmount(ev.Targets[i].Attrs, d.Rule, d.Amount)
 			return
 		}
 	}
-	ev.Targets = append(ev.Targets, TargetAmounts{Target: d.Target, Attrs: addAmount(nil, d.Rule, d.Amount, d.Restore)})
+	ev.Targets = append(ev.Targets, TargetAmounts{Target: d.Target, Attrs: addAmount(nil, d.Rule, d.Amount)})
 }
 
 // upsert replaces the group at key k (a later record supersedes an earlier one, keeping
@@ -363,129 +299,19 @@ type ruleKey struct {
 	key  Key
 }
 
-// MaxSeq is the greater of two optional sequence numbers ("" is below every one).
-func MaxSeq(a, b string) string {
-	if a == "" || (b != "" && record.CompareSeq(b, a) > 0) {
-		return b
+// watermarkOf is the state attribute that guards delta d of a record of partition pk: the
+// watermark of the target's own partition, or of its relay items', or "" when the rule's
+// deltas to that target are not watermarked (marker mode).
+func watermarkOf(d Delta, pk string) string {
+	switch {
+	case !d.Rule.Watermark:
+		return ""
+	case d.Target.PK == pk:
+		return rules.WatermarkAttr
+	case len(pk) == len(rules.RelayPrefix)+len(d.Target.PK) && pk[:len(rules.RelayPrefix)] == rules.RelayPrefix && pk[len(rules.RelayPrefix):] == d.Target.PK:
+		return rules.RelayWatermarkAttr
 	}
-	return a
-}
-
-// pairReplacements makes a delete of the target and the application's INSERT of it later
-// in the batch one replacement, as a MODIFY would be: the delete's restore adds the deleted
-// image's value, the INSERT's entry takes out what the new item holds; the restore expects
-// the item as the INSERT left it, and learns what Denorm wrote onto it since (a batch
-// delivered again onto the new item). The INSERT keeps its own entry, zero or not, so the
-// write's watermark covers it: the batch may come again from a record between the two (one
-// that failed), and the INSERT alone would undo the new item's values a second time. An
-// INSERT without a delete before it keeps only a non-zero amount (undoing counter values
-// the application wrote).
-func (t *TargetDeltas) pairReplacements() {
-	kept := t.Entries[:0]
-	for _, e := range t.Entries {
-		if e.Replaced == nil || !e.Replaced.Insert {
-			kept = append(kept, e)
-			continue
-		}
-		paired := false
-		for i := len(kept) - 1; i >= 0; i-- {
-			if d := &kept[i]; d.Removal && d.Rule == e.Rule {
-				d.Replaced = &Replacement{OldWM: d.Covers, NewWM: e.Replaced.NewWM, New: e.Replaced.New, NewN: e.Replaced.NewN,
-					Source: e.Replaced.Source, AtRec: e.Rec, At: e.Seq}
-				d.Removal, paired = false, true
-				break
-			}
-		}
-		if !paired && e.Amount.IsZero() {
-			continue
-		}
-		e.Replaced = nil
-		kept = append(kept, e)
-	}
-	t.Entries = kept
-}
-
-// follow gives each replacement of the group what Denorm's own writes of the target after it
-// did, from their records later in the batch (Since). The chain runs from the write count
-// and watermark the application left, one write at a time; it ends at a record that does
-// not continue it (another application write), or is dropped when one write applied
-// records on both sides of the old watermark.
-func (t *TargetDeltas) follow(recs []RecordPlan) {
-	for i := range t.Entries {
-		rep := t.Entries[i].Replaced
-		if rep == nil || rep.OldWM == "" {
-			continue
-		}
-		var owns []*OwnWrite
-		from := t.Entries[i].Rec
-		if rep.At != "" {
-			from = rep.AtRec // after the INSERT of a delete and re-put
-		}
-		for k := from + 1; k < len(recs); k++ {
-			if w, ok := recs[k].WriteOf(t.Target); ok {
-				owns = append(owns, w)
-			}
-		}
-		if s, _ := rep.Follow(owns); s != nil && (s.Done || s.N != rep.NewN) {
-			rep.Since = s
-		}
-	}
-}
-
-// WriteOf reports whether the record is a write of target that matters to a chain of
-// Denorm's writes: Denorm's own (w), or another writer's that ends the chain (w nil: a
-// delete, an insert, or a write that replaced Denorm's attributes).
-func (rp *RecordPlan) WriteOf(target Key) (w *OwnWrite, ok bool) {
-	if rp.Own != nil && rp.Own.Target == target {
-		return rp.Own, true
-	}
-	if rp.PK != target.PK || rp.SK != target.SK {
-		return nil, false
-	}
-	if rp.Op == "REMOVE" || rp.Op == "INSERT" {
-		return nil, true
-	}
-	for _, d := range rp.Deltas {
-		if d.Replaced != nil && d.Target == target {
-			return nil, true
-		}
-	}
-	return nil, false
-}
-
-// Follow is what Denorm's own writes of the replaced target after the application's write
-// did, given the target's writes in stream order (WriteOf: every one, or the first ones;
-// nil for another writer's). It is nil when one write straddles the old watermark (which of
-// its records repeated cannot be told). Done is set once later records cannot change it.
-func (rep *Replacement) Follow(writes []*OwnWrite) (s *Since, straddle bool) {
-	s = &Since{N: rep.NewN, WM: rep.NewWM, Repeats: map[string]Number{}}
-	for _, w := range writes {
-		if w == nil || w.OldN != s.N || w.OldWM != s.WM {
-			s.Done = true // another writer's record: the chain ends here
-			return s, false
-		}
-		switch {
-		case w.Fold:
-			// Parked deltas moved in: no image held them, so they repeat nothing; past the
-			// old watermark, later writes apply only records after it.
-			s.Done = record.CompareSeq(w.NewWM, rep.OldWM) > 0
-		case record.CompareSeq(w.NewWM, rep.OldWM) <= 0:
-			for a, n := range w.Added {
-				s.Repeats[a] = s.Repeats[a].Add(n)
-			}
-		case w.First != "" && record.CompareSeq(w.First, rep.OldWM) > 0:
-			s.Done = true // it applied only records after the old watermark
-		case record.CompareSeq(w.OldWM, rep.OldWM) < 0:
-			return nil, true
-		default:
-			s.Done = true // past the old watermark: later writes applied only new records
-		}
-		s.N, s.WM = w.NewN, w.NewWM
-		if s.Done {
-			return s, false
-		}
-	}
-	return s, false
+	return ""
 }
 
 // withoutRemoved drops the pulls whose target a later record of the batch deletes: the

@@ -22,12 +22,12 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		fmt.Fprintln(w, "  no image (a REMOVE without OldImage: the item was already gone): nothing to apply, counted as RecordsWithoutImage")
 		return
 	}
-	if strings.HasPrefix(p.SK, rules.RelayPrefix) {
+	if strings.HasPrefix(p.PK, rules.RelayPrefix) {
 		if len(p.Deltas) == 0 {
 			fmt.Fprintln(w, "  relay item: no relay write moved its sequence number (an expiry, or a write by someone else): nothing to apply")
 			return
 		}
-		fmt.Fprintln(w, "  relay item: carries a source's deltas to its target in this partition")
+		fmt.Fprintln(w, "  relay item: carries a source's deltas to its target's state")
 	} else if p.Entity == "" {
 		fmt.Fprintln(w, "  matches no entity: no rule fires")
 		return
@@ -44,37 +44,24 @@ func (p *RecordPlan) Describe(w io.Writer) {
 	} else if names := p.Rules(); len(names) > 0 {
 		fmt.Fprintf(w, "  entity %s, rules fired: %s\n", p.Entity, strings.Join(names, ", "))
 	} else {
-		fmt.Fprintf(w, "  entity %s, a count or sum target:\n", p.Entity)
+		fmt.Fprintf(w, "  entity %s\n", p.Entity)
 	}
 	for _, d := range p.Deltas {
-		mode := "exactly once by event marker, in a transaction"
-		switch {
-		case d.Rule.Watermark && d.Target.PK == p.PK:
-			mode = "exactly once by the target's sequence watermark, one conditional UpdateItem"
-		case d.Rule.Relay:
-			mode = "relayed: one UpdateItem of this source's relay item in the target's partition, guarded by the source's sequence number; the relay item's record adds it under the target's watermark"
-		}
-		if d.Replaced != nil && d.Replaced.Insert {
-			add := "nothing to undo"
-			if !d.Amount.IsZero() {
-				add = "ADD " + signed(d.Amount) + " to undo it"
+		mode := "exactly once by event marker: the marker and an ADD to the target's state item in one transaction; then the copy"
+		switch watermarkOf(d, p.PK) {
+		case rules.WatermarkAttr:
+			mode = "exactly once by the state item's sequence watermark, one conditional UpdateItem; then the copy"
+		case rules.RelayWatermarkAttr:
+			mode = "exactly once by the state item's relay watermark, one conditional UpdateItem; then the copy"
+		default:
+			if d.Rule.Relay {
+				mode = "relayed: one UpdateItem of this source's relay item, guarded by the source's sequence number; the relay item's record adds it to the target's state under its relay watermark"
 			}
-			fmt.Fprintf(w, "  %s: the application's new item %s holds %s = %s: %s (%s); after a delete of it in the same batch, the two are one replacement: the deleted image's value less %s is added, less what Denorm wrote onto the new item again since\n",
-				d.Rule.Name, d.Target, d.Rule.Agg.Attribute, d.Replaced.New.String(), add, mode, d.Replaced.New.String())
-			continue
-		}
-		if d.Restore && d.Amount.IsZero() {
-			fmt.Fprintf(w, "  %s: restore %s on %s (%s): the application's write dropped or lowered it; the counters were right\n", d.Rule.Name, "the watermark", d.Target, mode)
-			continue
-		}
-		if d.Restore {
-			fmt.Fprintf(w, "  %s: restore %s: ADD %s on %s (%s); %s\n", d.Rule.Name, d.Rule.Agg.Attribute, signed(d.Amount), d.Target, mode, restoreWhy(p.Op))
-			continue
 		}
 		fmt.Fprintf(w, "  %s: ADD %s %s on %s (%s)\n", d.Rule.Name, d.Rule.Agg.Attribute, signed(d.Amount), d.Target, mode)
 	}
-	for _, k := range p.Folds {
-		fmt.Fprintf(w, "  fold into %s the deltas parked while it was missing, if any (one consistent read; a transaction moves them)\n", k)
+	for _, f := range p.Refreshes {
+		fmt.Fprintf(w, "  %s is a count or sum target the application wrote: read its state item (one consistent GetItem) and put back the copy if it differs, on condition that %s is not above the state's version\n", f.Target, rules.CopyVersionAttr)
 	}
 	for _, wr := range p.Writes {
 		switch {
@@ -206,17 +193,6 @@ func show(v types.AttributeValue) string {
 	return "<" + typeName(v) + ">"
 }
 
-// restoreWhy says why a restore delta is planned, by the target record's operation.
-func restoreWhy(op string) string {
-	switch op {
-	case "INSERT":
-		return "the application created the target with its own value; Denorm keeps the aggregate of the sources"
-	case "REMOVE":
-		return "the target was deleted: its aggregate is parked for the target's re-creation, the sources still exist"
-	}
-	return "the application's write changed an attribute Denorm owns (its write count did not rise by one): old - new undoes it and keeps every delta around it"
-}
-
 // describeLatest is describeExtreme for latest: the order is (by, source key).
 func describeLatest(w io.Writer, x Extreme) {
 	r := x.Rule
@@ -252,8 +228,8 @@ func sourcesQuery(x Extreme) string {
 func describeTop(w io.Writer, x Extreme) {
 	r := x.Rule
 	a := r.Agg
-	read := fmt.Sprintf("read %s and %s of %s (one consistent GetItem)", a.Attribute, r.TopVersion, x.Target)
-	write := fmt.Sprintf("write the list and %s + 1 on condition that %s is still as read (one UpdateItem; none when the list is unchanged)", r.TopVersion, r.TopVersion)
+	read := fmt.Sprintf("read %s and %s of %s (one consistent GetItem)", a.Attribute, r.ExtremeVersion, x.Target)
+	write := fmt.Sprintf("write the list and %s + 1 on condition that %s is still as read (one UpdateItem; none when the list is unchanged)", r.ExtremeVersion, r.ExtremeVersion)
 	refill := fmt.Sprintf("refill it from %s (every page): the %d greatest %ss by %s, then by key", sourcesQuery(x), a.N, r.Source.Name, a.By)
 	if x.Raise != nil {
 		fmt.Fprintf(w, "  %s: %s; put the entry {%s} in place of %q's, keeping the %d greatest by %s, then by key; if the list held %d and this listed entry fell, %s; %s\n",

@@ -24,77 +24,6 @@ type Delta struct {
 	Rule   *rules.CompiledRule
 	Target Key
 	Amount Number
-	// Restore marks a delta that undoes an application's write to the target's own
-	// aggregate attribute (a PutItem that dropped a counter, a delete of the target): it
-	// never creates the target; a missing target parks it until the target appears.
-	Restore bool
-	// Replaced is set on the restore delta of an application's MODIFY of a watermarked
-	// target: what the write left, so the executor can tell deltas that were applied again
-	// after it (a batch redelivered between the write and its record) from new ones.
-	Replaced *Replacement
-	// Covers, on the restore delta of a watermarked target, is the watermark of the image
-	// it brings back (the OldImage of a MODIFY or REMOVE): that image holds the deltas of
-	// every record up to it, so those records' deltas are not applied again.
-	Covers string
-	// Removal marks the restore delta of a REMOVE of the target itself (its aggregates, from
-	// the OldImage), which an INSERT of the target later in the batch makes a replacement.
-	// Source is the stream it came from, to read on for that INSERT when the batch ends
-	// first.
-	Removal bool
-	Source  string
-}
-
-// Replacement is what a restore delta knows of the application's write it undoes.
-type Replacement struct {
-	OldWM, NewWM string // the target's watermark before and after the write ("" when absent)
-	New          Number // the value the write left in the delta's attribute
-	NewN         uint64 // the write count the write left
-	// Since is what Denorm's writes after the application's write did, as the batch's
-	// records of them show (nil when the batch has none).
-	Since *Since
-	// Source is the stream the application's record came from (its eventSourceARN): the
-	// executor may read on from it when the batch does not show what followed.
-	Source string
-	// At is the record the chain of Denorm's writes after the application's write starts
-	// after: the replacing record's own (AtRec -1, At ""), or the INSERT of a delete and
-	// re-put (its index in the batch and sequence number).
-	AtRec int
-	At    string
-	// Insert marks what an application's INSERT of the target left (NewWM, New, NewN):
-	// coalesced with a delete of the target earlier in the batch, the two are one
-	// replacement (OldWM the deleted image's watermark); alone, only its amount counts.
-	Insert bool
-}
-
-// Since follows Denorm's own writes of a target after an application's write, from their
-// stream records in the same batch: a chain of write counts from the one the application
-// left. Repeats is what the writes that applied only records at or below the old watermark
-// added (records the replaced image held): a batch delivered again after the application's
-// write. N and WM are the write count and watermark after the last write of the chain.
-type Since struct {
-	N       uint64
-	WM      string
-	Repeats map[string]Number
-	// Done: the chain is known to its end (a write passed the old watermark, or another
-	// writer's record of the target ended it), so Repeats is exact whatever the item holds
-	// now, even when it is another incarnation of the target.
-	Done bool
-}
-
-// OwnWrite is a stream record of Denorm's own write of a watermarked target: the write
-// counts and watermarks before and after it, and what it added to each aggregate attribute.
-type OwnWrite struct {
-	Target       Key
-	OldN, NewN   uint64
-	OldWM, NewWM string
-	First        string // the first record the write applied ("" when the item does not say)
-	Added        map[string]Number
-	// Fold: the write moved parked deltas (apply's fold), no record of the stream: what it
-	// added was in no image of the target and repeats nothing.
-	Fold bool
-	// Restored and Covers: the write restored the image of the target deleted at record
-	// Restored, which held every record up to Covers ("" when it restored none).
-	Restored, Covers string
 }
 
 // Write is a version-guarded write of one target found by key: a copy (Set/Remove), a
@@ -137,12 +66,19 @@ type Pull struct {
 	Current record.Item
 }
 
+// Refresh puts back a count or sum target's copy of its state: Seen is the target as the
+// record shows it, so the executor writes only when it differs from the state.
+type Refresh struct {
+	Target Key
+	Attrs  []string // the aggregate attributes of the rules into the target
+	Seen   record.Item
+}
+
 // RecordPlan is what one stream record asks for.
 type RecordPlan struct {
 	Seq     string
 	EventID string
 	Op      string // INSERT, MODIFY or REMOVE
-	Stream  string // the stream the record came from (its eventSourceARN)
 	PK      string // the record's partition key value
 	SK      string // the record's sort key value ("" for none)
 	Entity  string // the matched entity ("" for none)
@@ -152,12 +88,9 @@ type RecordPlan struct {
 	Pulls   []Pull
 	// Extremes are the record's raises and rechecks of max and min targets.
 	Extremes []Extreme
-	// Folds are targets that just appeared (their INSERT): the deltas parked while they
-	// were missing are moved into them.
-	Folds []Key
-	// Own is set for a record of Denorm's own write of a watermarked target: a restore of
-	// an application's write earlier in the batch learns from it what was repeated.
-	Own *OwnWrite
+	// Refreshes are count and sum targets the application wrote (inserted, or changed the
+	// copy of their aggregates): the copy is put back from the target's state item.
+	Refreshes []Refresh
 	// Job is set for a fan-out job item's record: the executor continues that job.
 	Job    record.Item
 	JobKey Key
@@ -202,5 +135,5 @@ func (p *RecordPlan) Rules() []string {
 
 // Empty reports whether the record asks for nothing.
 func (p *RecordPlan) Empty() bool {
-	return len(p.Deltas) == 0 && len(p.Writes) == 0 && len(p.FanOuts) == 0 && len(p.Pulls) == 0 && len(p.Extremes) == 0 && len(p.Folds) == 0 && p.Job == nil
+	return len(p.Deltas) == 0 && len(p.Writes) == 0 && len(p.FanOuts) == 0 && len(p.Pulls) == 0 && len(p.Extremes) == 0 && len(p.Refreshes) == 0 && p.Job == nil
 }

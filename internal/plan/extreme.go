@@ -263,7 +263,7 @@ func (e *eval) extremeTarget(r *rules.CompiledRule) error {
 	case e.c.Op == record.Insert:
 	case e.c.Op == record.Modify && e.oldE == r.Target && e.c.Old[heldAttr(r)] != nil && e.c.New[heldAttr(r)] == nil:
 	case e.c.Op == record.Modify && e.oldE == r.Target && r.Kind == rules.KindLatest && lostSet(r, e.c.Old, e.c.New):
-	case e.c.Op == record.Modify && e.oldE == r.Target && r.Kind == rules.KindTop && topRewritten(r, e.c.Old, e.c.New):
+	case e.c.Op == record.Modify && e.oldE == r.Target && rewritten(r, e.c.Old, e.c.New):
 	default:
 		return nil
 	}
@@ -290,15 +290,24 @@ func lostSet(r *rules.CompiledRule, old, new record.Item) bool {
 	return false
 }
 
-// topRewritten reports whether a write other than Denorm's changed a top list: Denorm
-// advances the version with every list it writes, so a list that changed while the version
-// did not advance was written by an application (a PutItem of an item it read earlier).
-func topRewritten(r *rules.CompiledRule, old, new record.Item) bool {
-	if Equal(old[r.Agg.Attribute], new[r.Agg.Attribute]) {
+// rewritten reports whether a write other than Denorm's changed what rule r keeps on its
+// target (the value; for latest, its by value, key and copied attributes): Denorm advances
+// the rule's version with every write of it, so a change while the version did not
+// advance was written by an application (a PutItem of an item it read earlier, a SET).
+func rewritten(r *rules.CompiledRule, old, new record.Item) bool {
+	kept := []string{r.Agg.Attribute}
+	if r.Kind == rules.KindLatest {
+		kept = append([]string{r.LatestBy, r.LatestKey}, r.Agg.SetOrder...)
+	}
+	changed := false
+	for _, a := range kept {
+		changed = changed || !Equal(old[a], new[a])
+	}
+	if !changed {
 		return false
 	}
-	ov, _ := old[r.TopVersion].(*types.AttributeValueMemberN)
-	nv, _ := new[r.TopVersion].(*types.AttributeValueMemberN)
+	ov, _ := old[r.ExtremeVersion].(*types.AttributeValueMemberN)
+	nv, _ := new[r.ExtremeVersion].(*types.AttributeValueMemberN)
 	if nv == nil {
 		return true
 	}

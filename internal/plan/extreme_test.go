@@ -113,7 +113,12 @@ func TestExtremePlans(t *testing.T) {
 		{"post's list written by Denorm", change(record.Modify,
 			record.Item{"pk": s("POST#p1"), "sk": s("METADATA"), "_dnt_post-recent-comments": n("3")},
 			record.Item{"pk": s("POST#p1"), "sk": s("METADATA"), "recentComments": &types.AttributeValueMemberL{}, "_dnt_post-recent-comments": n("4")}), ""},
-		{"product written by Denorm", change(record.Modify, record.Item{"pk": s("PRODUCT#x"), "sk": s("PRODUCT")}, record.Item{"pk": s("PRODUCT#x"), "sk": s("PRODUCT"), "cheapestPrice": n("3")}), ""},
+		{"product written by Denorm", change(record.Modify, record.Item{"pk": s("PRODUCT#x"), "sk": s("PRODUCT")},
+			record.Item{"pk": s("PRODUCT#x"), "sk": s("PRODUCT"), "cheapestPrice": n("3"), "_dnt_product-cheapest": n("1")}), ""},
+		{"product saved back by the application as it read it", change(record.Modify,
+			record.Item{"pk": s("PRODUCT#x"), "sk": s("PRODUCT"), "cheapestPrice": n("3"), "_dnt_product-cheapest": n("2")},
+			record.Item{"pk": s("PRODUCT#x"), "sk": s("PRODUCT"), "cheapestPrice": n("5"), "_dnt_product-cheapest": n("1")}),
+			"product-cheapest PRODUCT#x/PRODUCT recompute query=PRODUCT#x"},
 	}
 	var golden bytes.Buffer
 	for _, tc := range cases {

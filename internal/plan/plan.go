@@ -35,7 +35,7 @@ func New(set *rules.Set) *Planner {
 // number): the caller fails the record with that reason.
 func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 	s := p.set
-	rp := RecordPlan{Seq: c.Seq, EventID: c.EventID, Op: c.Op.String(), Stream: c.Source}
+	rp := RecordPlan{Seq: c.Seq, EventID: c.EventID, Op: c.Op.String()}
 	pk, _ := c.Keys[s.Table.PartitionKey].(*types.AttributeValueMemberS)
 	if pk == nil {
 		return rp, fmt.Errorf("record %s: key attribute %s missing or not a string", c.EventID, s.Table.PartitionKey)
@@ -44,7 +44,12 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 	if sk, ok := c.Keys[s.Table.SortKey].(*types.AttributeValueMemberS); ok {
 		rp.SK = sk.Value
 	}
-	if rules.IsReserved(pk.Value) {
+	if strings.HasPrefix(rp.PK, rules.RelayPrefix) {
+		return p.relayed(c, rp), nil
+	}
+	if rules.IsReserved(pk.Value) || strings.HasPrefix(rp.SK, rules.RelayPrefix) {
+		// A relay item of the layout before state items (in its target's partition) carries
+		// nothing any more: `denorm cleanup --legacy` deletes it.
 		if strings.HasPrefix(pk.Value, rules.JobPrefix) && c.New != nil {
 			rp.Job = c.New
 			rp.JobKey = Key{PK: pk.Value}
@@ -53,9 +58,6 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 			}
 		}
 		return rp, nil
-	}
-	if strings.HasPrefix(rp.SK, rules.RelayPrefix) {
-		return p.relayed(c, rp), nil
 	}
 	var oldE, newE *rules.EntityType
 	var oldB, newB rules.Binding
@@ -114,12 +116,9 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 			}
 		}
 	}
-	// Count and sum rules this item is the target of: undo what the application wrote
-	// into Denorm's attributes, fold in what was parked while it was missing. A bucket
-	// item its ttl removed is over: nothing to undo or park.
-	if !ev.bucketExpired() {
-		ev.target()
-	}
+	// Count and sum rules this item is the target of: put back the copy of their state
+	// when the application wrote it.
+	ev.target()
 	return ev.rp, nil
 }
 

@@ -51,22 +51,16 @@ func describe(t testing.TB, set *rules.Set, event []byte) string {
 		plans = append(plans, rp)
 	}
 	b := plan.Coalesce(plans)
-	fmt.Fprintf(&buf, "coalesced: writes=%d fanouts=%d pulls=%d watermarked=%d relays=%d marked=%d jobs=%d folds=%d\n",
-		len(b.Writes), len(b.FanOuts), len(b.Pulls), len(b.Watermarked), len(b.Relays), len(b.Marked), len(b.Jobs), len(b.Folds))
+	fmt.Fprintf(&buf, "coalesced: writes=%d fanouts=%d pulls=%d watermarked=%d relays=%d marked=%d jobs=%d refreshes=%d\n",
+		len(b.Writes), len(b.FanOuts), len(b.Pulls), len(b.Watermarked), len(b.Relays), len(b.Marked), len(b.Jobs), len(b.Refreshes))
 	for _, w := range b.Watermarked {
-		attrs, lo, hi, _ := w.Sum("")
+		attrs, lo, hi := w.Sum("")
 		for _, a := range attrs {
-			fmt.Fprintf(&buf, "  watermark %s: %s %s seq %s..%s\n", w.Target, a.Attribute, a.Amount, lo, hi)
+			fmt.Fprintf(&buf, "  %s %s: %s %s seq %s..%s\n", w.Watermark, w.Target, a.Attribute, a.Amount, lo, hi)
 		}
-		for _, e := range w.Entries {
-			if r := e.Replaced; r != nil {
-				fmt.Fprintf(&buf, "    replacement at seq %s: %s: old watermark %q, left watermark %q, %s and write count %d\n",
-					e.Seq, e.Rule.Agg.Attribute, r.OldWM, r.NewWM, r.New, r.NewN)
-			}
-		}
-		if w.Await >= 0 {
-			fmt.Fprintf(&buf, "    delete ends the batch: record %d fails to come again first, with what follows\n", w.Await+1)
-		}
+	}
+	for _, f := range b.Refreshes {
+		fmt.Fprintf(&buf, "  refresh %s: %s\n", f.Target, strings.Join(f.Attrs, ", "))
 	}
 	for _, g := range b.Relays {
 		amounts, lo, hi := g.After("")

@@ -3,6 +3,7 @@ package plan
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -12,12 +13,13 @@ import (
 
 // A count or sum whose target is in another partition than its source (a user's post
 // count) is relayed (rules.CompiledRule.Relay): the processor writes each source's deltas
-// of a batch to a relay item in the target's partition, one idempotent UpdateItem guarded
-// by the source's sequence number, and the relay item's own stream record, on the target's
-// shard, reaches the target under its watermark like the deltas of a same-partition count.
-// Exactly once follows from the two guards: a source's records come in order on one shard,
-// so the relay item's sequence number says which of them it holds; and the target's
-// watermark says which relay records it holds.
+// of a batch to a relay item, one idempotent UpdateItem guarded by the source's sequence
+// number. All relay items of one target partition share the partition RelayPrefix + the
+// target's partition key, so their stream records come in order on one shard, and reach
+// the target's state item under its relay watermark. Exactly once follows from the two
+// guards: a source's records come in order on one shard, so the relay item's sequence
+// number says which of them it holds; and the relay watermark says which relay records the
+// state holds.
 
 // RelayGroup is one source item's deltas to one target, in record order: one relay write.
 type RelayGroup struct {
@@ -46,7 +48,7 @@ func (g *RelayGroup) After(seq string) (amounts map[string]Number, minSeq, maxSe
 }
 
 // RelayKey is the key of the relay item that carries source's deltas to target: in the
-// target's partition, its sort key the relay prefix and a digest of both keys (which may
+// relay partition of the target's partition, its sort key a digest of both keys (which may
 // together be longer than a sort key may be).
 func RelayKey(target, source Key) Key {
 	h := sha256.New()
@@ -54,7 +56,7 @@ func RelayKey(target, source Key) Key {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
-	return Key{PK: target.PK, SK: rules.RelayPrefix + hex.EncodeToString(h.Sum(nil)[:16])}
+	return Key{PK: rules.RelayPrefix + target.PK, SK: hex.EncodeToString(h.Sum(nil)[:16])}
 }
 
 // relayed plans the record of a relay item: a write that took its sequence number forward
@@ -74,7 +76,7 @@ func (p *Planner) relayed(c *record.Change, rp RecordPlan) RecordPlan {
 	if tsk == nil || ds == nil {
 		return rp
 	}
-	target := Key{PK: rp.PK, SK: tsk.Value}
+	target := Key{PK: strings.TrimPrefix(rp.PK, rules.RelayPrefix), SK: tsk.Value}
 	for name, v := range ds.Value {
 		r := p.set.Rule(name)
 		amt := NumberOf(v)

@@ -82,9 +82,12 @@ type CompiledRule struct {
 	// LatestBy and LatestKey, for latest, hold on the target the by value and the key of
 	// the source it copies (the order, ties broken by key, that raises compare with).
 	LatestBy, LatestKey string
-	// TopVersion, for top, is the target attribute counting the list's writes: each write
-	// is conditional on the version it read. EntryBytes is Agg.EntryBytes or its default.
-	TopVersion string
+	// ExtremeVersion, for max, min, latest and top, is the target attribute counting
+	// Denorm's writes of what the rule keeps there: a write of the target that changes that
+	// without raising it is the application's (a form saved back as it was read), and the
+	// target is recomputed. A top list's write is conditional on the version it read.
+	// EntryBytes is Agg.EntryBytes or its default.
+	ExtremeVersion string
 	EntryBytes int
 }
 
@@ -183,7 +186,7 @@ func (e *EntityType) Template(attr string) *keys.Template {
 }
 
 func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRule, error) {
-	r := &CompiledRule{Rule: *fr, VersionAttr: ReservedPrefix + "v_" + fr.Name}
+	r := &CompiledRule{Rule: *fr, VersionAttr: versionAttrPrefix + fr.Name}
 	switch fr.Kind {
 	case KindCopy:
 		c := fr.Copy
@@ -272,11 +275,11 @@ func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRul
 				return nil, fmt.Errorf("rule %q: no query finds the sources of a target: %s", fr.Name, strings.Join(why, "; "))
 			}
 			r.Extreme = q
+			r.ExtremeVersion = topVersionPrefix + fr.Name
 			if fr.Kind == KindLatest {
-				r.LatestBy, r.LatestKey = ReservedPrefix+"l_"+fr.Name, ReservedPrefix+"k_"+fr.Name
+				r.LatestBy, r.LatestKey = latestByAttrPrefix+fr.Name, latestKeyAttrPrefix+fr.Name
 			}
 			if fr.Kind == KindTop {
-				r.TopVersion = ReservedPrefix + "t_" + fr.Name
 				if r.EntryBytes = a.EntryBytes; r.EntryBytes == 0 {
 					r.EntryBytes = DefaultEntryBytes
 				}

@@ -226,6 +226,3 @@ func (ps Problems) Error() string {
 	}
 	return s
 }
-
-// ReservedPrefix starts every item key and attribute name Denorm writes for itself.
-const ReservedPrefix = "_dn"

@@ -63,12 +63,12 @@ type Cleanup struct {
 	// Entity is its target entity, as the old file recognises it.
 	Entity string `json:"entity"`
 	// Attributes are removed from the entity's items (sorted): copied attributes, mirrored
-	// attributes, counters and sums, the rule's version attribute, and Denorm's counter
-	// bookkeeping (_dn_wm, _dn_n) when no rule of the new file counts into the entity.
+	// attributes, counters and sums, the rule's version attribute, and the copy version of
+	// counts and sums (_dn_cv) when no rule of the new file counts into the entity.
 	Attributes []string `json:"attributes,omitempty"`
-	// Parked are counter attributes also removed from the park items of missing targets,
-	// which would otherwise be folded into a target re-created later.
-	Parked []string `json:"parked,omitempty"`
+	// State are counter attributes also removed from the targets' state items, which would
+	// otherwise be copied onto a target again.
+	State []string `json:"state,omitempty"`
 	// Registry is true when the rule's version registry and fan-out job items (reserved
 	// items named after the rule) are deleted: no rule of that name copies any more.
 	Registry bool `json:"registry,omitempty"`
@@ -76,7 +76,7 @@ type Cleanup struct {
 
 // Empty reports whether the clean-up has nothing to do.
 func (c *Cleanup) Empty() bool {
-	return c == nil || len(c.Attributes) == 0 && len(c.Parked) == 0 && !c.Registry
+	return c == nil || len(c.Attributes) == 0 && len(c.State) == 0 && !c.Registry
 }
 
 // Entity is one entity's change that changes which items it recognises.

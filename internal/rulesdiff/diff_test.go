@@ -21,7 +21,7 @@ func TestCompare(t *testing.T) {
 	type cleanup struct {
 		entity   string
 		attrs    string // comma-separated
-		parked   string
+		state    string // counter attributes removed from state items
 		registry bool
 	}
 	for _, tc := range []struct {
@@ -63,7 +63,7 @@ func TestCompare(t *testing.T) {
 			cleanups: map[string]cleanup{
 				"user-posts":         {"UserPost", "status", "", false},
 				"user-post-count":    {"User", "postCount", "postCount", false},
-				"post-comment-count": {"Post", "_dn_n,_dn_wm,commentCount", "commentCount", false},
+				"post-comment-count": {"Post", "_dn_cv,commentCount", "commentCount", false},
 			}},
 		// Changing the guard needs no backfill, only a verify once the stream drained.
 		{name: "exactly-once", action: true,
@@ -92,7 +92,7 @@ func TestCompare(t *testing.T) {
 			}
 			got := map[string]cleanup{}
 			for _, c := range d.Cleanups() {
-				got[c.Rule] = cleanup{c.Entity, strings.Join(c.Attributes, ","), strings.Join(c.Parked, ","), c.Registry}
+				got[c.Rule] = cleanup{c.Entity, strings.Join(c.Attributes, ","), strings.Join(c.State, ","), c.Registry}
 			}
 			if len(got) == 0 {
 				got = nil

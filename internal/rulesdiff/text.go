@@ -83,8 +83,8 @@ func (c *Cleanup) describe() string {
 	if len(c.Attributes) > 0 {
 		parts = append(parts, "remove "+strings.Join(c.Attributes, ", ")+" from "+c.Entity+" items")
 	}
-	if len(c.Parked) > 0 {
-		parts = append(parts, "remove "+strings.Join(c.Parked, ", ")+" from their park items")
+	if len(c.State) > 0 {
+		parts = append(parts, "remove "+strings.Join(c.State, ", ")+" from their state items")
 	}
 	if c.Registry {
 		parts = append(parts, "delete the version registry and fan-out job items of "+c.Rule)

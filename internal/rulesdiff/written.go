@@ -7,12 +7,12 @@ import (
 )
 
 // Bookkeeping attributes Denorm keeps on count and sum targets: every rule counting into an
-// entity shares them.
-var counterBookkeeping = []string{rules.WatermarkAttr, rules.WritesAttr}
+// entity shares them (the version of the copy of the target's state item).
+var counterBookkeeping = []string{rules.CopyVersionAttr}
 
 // RuleWrites returns the attributes rule r writes on its target entity's items: copied or
 // mirrored attributes, the counter or sum, the version attribute of copies and mirrors,
-// and the counter bookkeeping of counts and sums. Keys and the type attribute a mirror
+// and the copy version of counts and sums. Keys and the type attribute a mirror
 // writes are not listed: they are what makes the item.
 func RuleWrites(r *rules.CompiledRule) []string {
 	switch r.Kind {
@@ -23,11 +23,11 @@ func RuleWrites(r *rules.CompiledRule) []string {
 	case rules.KindCount, rules.KindSum:
 		return append([]string{r.Agg.Attribute}, counterBookkeeping...)
 	case rules.KindMax, rules.KindMin:
-		return []string{r.Agg.Attribute} // no bookkeeping: raises and recomputes need none
+		return []string{r.Agg.Attribute, r.ExtremeVersion}
 	case rules.KindLatest:
-		return append(append([]string(nil), r.Agg.SetOrder...), r.LatestBy, r.LatestKey)
+		return append(append([]string(nil), r.Agg.SetOrder...), r.LatestBy, r.LatestKey, r.ExtremeVersion)
 	case rules.KindTop:
-		return []string{r.Agg.Attribute, r.TopVersion}
+		return []string{r.Agg.Attribute, r.ExtremeVersion}
 	default:
 		panic("rulesdiff: rule " + r.Name + " has unknown kind " + string(r.Kind))
 	}
@@ -72,7 +72,7 @@ func cleanup(o *rules.CompiledRule, newSet *rules.Set) *Cleanup {
 	}
 	sort.Strings(c.Attributes)
 	if o.Kind.Aggregate() && !kept[o.Agg.Attribute] {
-		c.Parked = []string{o.Agg.Attribute}
+		c.State = []string{o.Agg.Attribute}
 	}
 	c.Registry = o.Kind == rules.KindCopy && (same == nil || same.Kind != rules.KindCopy)
 	return c

@@ -27,7 +27,7 @@ func Example() {
 	}
 	defer fn.Close()
 
-	var streams *dynamodbstreams.Client // awsconf.Clients(cfg, true) for DynamoDB Local
+	var streams *dynamodbstreams.Client // streamclient.New(cfg, true) for DynamoDB Local
 	m, err := esm.New(streams, fn, esm.Config{
 		StreamARN:               "arn:aws:dynamodb:ddblocal:000000000000:table/app/stream/2024-01-01T00:00:00.000",
 		ReportBatchItemFailures: true,

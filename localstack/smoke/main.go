@@ -38,7 +38,7 @@ func main() {
 	ctx := context.Background()
 	cfg, err := awsconf.Load(ctx, *endpoint)
 	if err == nil {
-		db, _ := awsconf.Clients(cfg, *endpoint != "")
+		db := awsconf.DynamoDB(cfg, *endpoint != "")
 		err = run(ctx, &smoke{db: db, table: *tableName, wait: *wait}, *comments)
 	}
 	if err != nil {

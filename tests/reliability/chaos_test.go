@@ -31,6 +31,8 @@ func TestEachFaultAlone(t *testing.T) {
 		{"throttling and conflicts", chaos.Faults{Throttle: 0.15, Conflict: 0.3}},
 		{"poison and TTL", chaos.Faults{Poison: all.Poison, TTL: all.TTL}},
 		{"application writes", chaos.Faults{Application: true}},
+		{"mapping re-created at TRIM_HORIZON", chaos.Faults{Replay: true}},
+		{"application writes while the stream is read again", chaos.Faults{Application: true, Replay: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -40,11 +42,9 @@ func TestEachFaultAlone(t *testing.T) {
 }
 
 // The application class together with redelivery (every batch delivered twice, crashes,
-// lost responses, bisection): the application's writes of counter targets land between a
-// batch and its redelivery. Looping it with DENORM_CHAOS_SEED and DENORM_CHAOS_TRACE found
-// five holes (docs/reliability.md, "Engine bugs the suite found"), each with its handler
-// test; at 94545ed seed 6 passed 8 runs of 8 (3 of 8 drifted before) and seeds 1 to 8 passed
-// twice each.
+// lost responses, bisection, the stream read again from its start): the application's
+// writes of counter targets land between a batch and its redelivery. DENORM_CHAOS_SEED
+// picks another seed.
 func TestApplicationUnderRedelivery(t *testing.T) {
 	f := chaos.Everything()
 	f.Application = true

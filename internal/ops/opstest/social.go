@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/rules"
 )
 
 // Item is one table item.
@@ -104,8 +106,11 @@ func Raw(seed uint64, sc Scale) *Data { return build(seed, sc, false) }
 // Correct returns the same sources with every rule of rules/social.yaml applied: copies,
 // mirrors and counters hold their true values. Some users and groups are deleted, so copies
 // with onSourceDelete keep stale values, remove drops them, and counts into missing
-// targets are skipped. Some copies carry a version attribute and some counter targets a
-// watermark, as if the stream processor had written them. Reserved items are mixed in.
+// targets are skipped. Some copies carry a version attribute, and some counter targets
+// (folders, posts with comments, every other day item) a state item holding their values
+// and the version of its copy, as if the stream processor had written them; the other
+// counters have no state item (as if written before state items). Reserved items are
+// mixed in.
 func Correct(seed uint64, sc Scale) *Data { return build(seed, sc, true) }
 
 func build(seed uint64, sc Scale, applied bool) *Data {
@@ -242,9 +247,11 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 		if applied && folderFiles[f] > 0 {
 			it["fileCount"], it["totalBytes"] = n(folderFiles[f]), n(folderBytes[f])
 			it["oldestUpload"] = s(oldestUpload[f])
-			it["_dn_wm"] = n(900 + f)
 		}
 		d.put(it)
+		if applied && folderFiles[f] > 0 {
+			d.put(StateOf(it, 2+f%3, []string{"fileCount", "totalBytes"}, rules.WatermarkAttr, n(900+f)))
+		}
 	}
 	if applied {
 		for u := 0; u < sc.Users; u++ {
@@ -267,9 +274,9 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 			if postComments[p] > 0 {
 				it["commentCount"] = n(postComments[p])
 				it["lastCommentAt"] = s(lastComment[p])
-				it["_dn_wm"] = n(100 + p)
 				it["recentComments"] = newest(recent[p], 3)
 				it["_dnt_post-recent-comments"] = n(1 + p%4)
+				d.put(StateOf(it, 1+p%5, []string{"commentCount"}, rules.WatermarkAttr, n(100+p)))
 			}
 		}
 		// Day items exist for days with comments only (missingTarget: create); their ttl is
@@ -278,10 +285,10 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 			day, _ := time.Parse("2006-01-02", dk[1][len("DAY#"):])
 			it := Item{"pk": s(dk[0]), "sk": s(dk[1]), "commentCount": n(postDays[dk]),
 				"ttl": n(int(day.Add(24*time.Hour + dayTTL).Unix()))}
-			if i%2 == 0 {
-				it["_dn_wm"] = n(300 + i)
-			}
 			d.put(it)
+			if i%2 == 0 { // a bucket's state item expires with it
+				d.put(StateOf(it, 1+i%3, []string{"commentCount"}, rules.WatermarkAttr, n(300+i), "ttl", it["ttl"]))
+			}
 		}
 		for g := 0; g < sc.Groups; g++ {
 			if it := d.Get("GROUP#"+id("g", g), "METADATA"); it != nil && groupMembers[g] > 0 {
@@ -316,12 +323,42 @@ type Corruption struct {
 	PerRule map[string]int
 	Puts    []Item
 	Deletes [][2]string
+	// Counters are the count and sum targets corrupted (changed or deleted), each with its
+	// attributes: a repair sets them in the target's state item.
+	Counters map[[2]string][]string
+}
+
+// counters are the count and sum rules of rules/social.yaml: the prefixes of their
+// targets' keys and their attributes.
+var counters = []struct{ rule, pk, sk, attr string }{
+	{"post-comment-count", "POST#", "METADATA", "commentCount"},
+	{"user-post-count", "USER#", "PROFILE", "postCount"},
+	{"group-member-count", "GROUP#", "METADATA", "memberCount"},
+	{"folder-file-count", "FOLDER#", "METADATA", "fileCount"},
+	{"folder-size", "FOLDER#", "METADATA", "totalBytes"},
+	{"user-comment-count", "USER#", "PROFILE", "commentCount"},
+	{"global-post-count", "STATS#", "STATS", "postCount"},
+	{"post-daily-comments", "POST#", "DAY#", "commentCount"},
+}
+
+// Counters returns the count and sum targets holding a value other than 0, each with
+// those of its attributes.
+func (d *Data) Counters() map[[2]string][]string {
+	out := map[[2]string][]string{}
+	for _, c := range counters {
+		for _, k := range d.keys(c.pk, c.sk) {
+			if v, ok := d.items[k][c.attr].(*types.AttributeValueMemberN); ok && v.Value != "0" {
+				out[k] = append(out[k], c.attr)
+			}
+		}
+	}
+	return out
 }
 
 // Corrupt damages about rate of each rule's targets (at least one per rule), each in a way
 // that drifts only that rule, and returns what it did. d is changed too.
 func (d *Data) Corrupt(rate float64) Corruption {
-	c := Corruption{PerRule: map[string]int{}}
+	c := Corruption{PerRule: map[string]int{}, Counters: map[[2]string][]string{}}
 	pick := func(keys [][2]string, want func(Item) bool) [][2]string {
 		var ok [][2]string
 		for _, k := range keys {
@@ -410,6 +447,7 @@ func (d *Data) Corrupt(rate float64) Corruption {
 			return ok && v.Value != "0"
 		}
 		for _, k := range pick(d.keys(pk, sk), nonZero) {
+			c.Counters[k] = append(c.Counters[k], attr)
 			change(rule, k, func(it Item) {
 				switch d.rng.IntN(3) {
 				case 0:
@@ -422,13 +460,11 @@ func (d *Data) Corrupt(rate float64) Corruption {
 			})
 		}
 	}
-	counter("post-comment-count", "POST#", "METADATA", "commentCount")
-	counter("user-post-count", "USER#", "PROFILE", "postCount")
-	counter("group-member-count", "GROUP#", "METADATA", "memberCount")
-	counter("folder-file-count", "FOLDER#", "METADATA", "fileCount")
-	counter("folder-size", "FOLDER#", "METADATA", "totalBytes")
-	counter("user-comment-count", "USER#", "PROFILE", "commentCount")
-	counter("global-post-count", "STATS#", "STATS", "postCount")
+	for _, ct := range counters {
+		if ct.rule != "post-daily-comments" { // below, after a day item is deleted
+			counter(ct.rule, ct.pk, ct.sk, ct.attr)
+		}
+	}
 	// A max or min removed, or set to a value no source holds.
 	extreme := func(rule, pk, attr, wrong string) {
 		for _, k := range pick(d.keys(pk, "METADATA"), func(it Item) bool { return it[attr] != nil }) {
@@ -468,12 +504,15 @@ func (d *Data) Corrupt(rate float64) Corruption {
 	// A day item deleted: verify finds it missing (the rule creates its targets).
 	if days := d.keys("POST#", "DAY#"); len(days) > 0 {
 		k := days[d.rng.IntN(len(days))]
+		c.Counters[k] = append(c.Counters[k], "commentCount")
 		c.Deletes = append(c.Deletes, k)
 		d.del(k[0], k[1])
 		c.PerRule["post-daily-comments"]++
 	}
 	counter("post-daily-comments", "POST#", "DAY#", "commentCount")
 	// The last post has no comments: a count there is drift with a true value of 0.
-	change("post-comment-count", [2]string{"POST#" + id("p", d.posts-1), "METADATA"}, func(it Item) { it["commentCount"] = n(4) })
+	last := [2]string{"POST#" + id("p", d.posts-1), "METADATA"}
+	c.Counters[last] = append(c.Counters[last], "commentCount")
+	change("post-comment-count", last, func(it Item) { it["commentCount"] = n(4) })
 	return c
 }

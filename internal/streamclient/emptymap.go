@@ -1,4 +1,4 @@
-package awsconf
+package streamclient
 
 import (
 	"bytes"

@@ -1,0 +1,78 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/counter"
+	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// A count or sum is repaired in its target's state item (internal/counter), which only
+// Denorm writes, and the state is then copied onto the target as the processor copies it.
+
+// setState sets rule r's attribute in target k's state item to total and raises its
+// version, on condition that the state's version is still version ("" for a state item
+// that does not exist): every write of the processor raises it, so an unchanged version
+// means no delta landed since it was read. It returns the state the write left.
+func (d *db) setState(ctx context.Context, r *rules.CompiledRule, k plan.Key, total plan.Number, version types.AttributeValue) (record.Item, error) {
+	ub := expression.Set(expression.Name(r.Agg.Attribute), val(numberAV(total))).
+		Add(expression.Name(rules.StateVersionAttr), expression.Value(numberAV(plan.Int(1))))
+	ub = withBucketTTL(ub, d.spec, r, k) // a bucket's state expires with it
+	cond := expression.AttributeNotExists(expression.Name(d.spec.PartitionKey))
+	if version != nil {
+		cond = unchanged(rules.StateVersionAttr, version)
+	}
+	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
+	if err != nil {
+		return nil, fmt.Errorf("building state update of %s %s: %w", k.PK, k.SK, err)
+	}
+	sk := counter.StateKey(k)
+	var state record.Item
+	err = d.write(ctx, "updating the state of "+k.PK+" "+k.SK, func(ctx context.Context) (*types.ConsumedCapacity, error) {
+		out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(d.table), Key: d.key(sk),
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ReturnValues: types.ReturnValueAllNew, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+		if out != nil {
+			state = out.Attributes
+			return out.ConsumedCapacity, err
+		}
+		return nil, err
+	})
+	return state, err
+}
+
+// copyState writes state onto target k for rule r (counter.CopyWrite): every aggregate
+// attribute the state holds, and r's, whose value may be zero. A missing target is
+// created only when r creates its targets and the value is not zero. A refused copy (a
+// newer one landed, or no target) is not an error.
+func (d *db) copyState(ctx context.Context, r *rules.CompiledRule, k plan.Key, state record.Item) error {
+	attrs := counter.Values(d.spec, state)
+	if !slices.Contains(attrs, r.Agg.Attribute) {
+		attrs = append(attrs, r.Agg.Attribute)
+	}
+	create := r.Agg.MissingTarget == rules.MissingCreate && !plan.NumberOf(state[r.Agg.Attribute]).IsZero()
+	ub, cond := counter.CopyWrite(d.spec.PartitionKey, counter.Copy(state, attrs), create)
+	if create {
+		ub = withBucketTTL(ub, d.spec, r, k)
+	}
+	err := d.update(ctx, k, ub, cond)
+	if isCondFailed(err) {
+		return nil
+	}
+	return err
+}
+
+// getState reads target k's state item (nil when there is none).
+func (d *db) getState(ctx context.Context, k plan.Key) (record.Item, error) {
+	return d.get(ctx, counter.StateKey(k))
+}
