@@ -20,8 +20,12 @@ build:
 	  $(GO) run ./scripts/zipfile dist/$$f.zip dist/$$f/bootstrap; \
 	done
 
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+## vet: go vet and staticcheck (pinned) over the engine, the function and the CLI
 vet:
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 ## test: vet, unit and integration tests on one DynamoDB Local for the whole run, and the CDK app.
 ## Test binaries are built in parallel first; then packages run one at a time (-p 1): they

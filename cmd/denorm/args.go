@@ -55,14 +55,6 @@ func rulesArg(fs *flag.FlagSet, flagVal string, pos []string, def string) (strin
 	return "", usageError(fs, "no rules file: give it as --rules FILE or as the argument FILE")
 }
 
-// noArgs rejects arguments where a command takes none.
-func noArgs(fs *flag.FlagSet, pos []string) error {
-	if len(pos) > 0 {
-		return usageError(fs, "unexpected arguments %q", pos)
-	}
-	return nil
-}
-
 // tableArg checks a --table value before any call to DynamoDB: CreateTable's own error
 // does not say what a name may hold.
 func tableArg(fs *flag.FlagSet, name string) error {

@@ -21,11 +21,11 @@ func init() {
 
 // mappingFlags are the event source mapping settings, named as the ESM names them.
 type mappingFlags struct {
-	batchSize, retries          int
-	window, maxAge              time.Duration
-	bisect, reportFailures      bool
-	onFailureDir, checkpoint    string
-	startingPosition, logFormat string
+	batchSize, retries       int
+	window, maxAge           time.Duration
+	bisect, reportFailures   bool
+	onFailureDir, checkpoint string
+	startingPosition         string
 }
 
 func (m *mappingFlags) register(fs *flag.FlagSet) {

@@ -54,6 +54,7 @@ func (iv *Invoker) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	if limit > 0 && parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		iv.counts.timedOut.Add(1)
 		trace(raws, "timed out")
+		//lint:ignore ST1005 Lambda's own words for an invocation that overran its timeout
 		return nil, fmt.Errorf("Task timed out after %v", limit)
 	}
 	trace(raws, fmt.Sprintf("response %s, error %v", resp, err))

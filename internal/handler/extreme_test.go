@@ -344,7 +344,6 @@ func (e *env) checkBucketExtremes() {
 	type agg struct {
 		last   string
 		fewest int
-		n      int
 	}
 	want := map[string]*agg{} // pk/sk of the day item
 	for _, it := range items {

@@ -21,11 +21,10 @@ import (
 // counterRig is a table of the social rules and the stream processor's counter writes,
 // made by hand at chosen moments of a backfill.
 type counterRig struct {
-	t     *testing.T
-	fx    *fixture
-	mu    sync.Mutex
-	wm    int
-	items []opstest.Item
+	t  *testing.T
+	fx *fixture
+	mu sync.Mutex
+	wm int
 }
 
 func sAV(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

@@ -39,19 +39,6 @@ func (e *EntityType) Buckets() []BucketVar {
 	return out
 }
 
-// hasBucket reports whether any key template of the entity, index keys included, holds a
-// time bucket.
-func (e *EntityType) hasBucket() bool {
-	for _, k := range e.Keys {
-		for _, p := range k.T.Parts() {
-			if p.Bucket != 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // maxTTL bounds a rule's ttl: a century is beyond any retention, and keeps the sum of an
 // epoch and the ttl far from overflowing.
 const maxTTL = 36500 * 24 * time.Hour
