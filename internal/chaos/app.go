@@ -26,6 +26,12 @@ var counterAttrs = map[Kind][]string{
 	Folder: {"fileCount", "totalBytes"},
 }
 
+// extremeAttrs are the attributes max, min, latest and top rules keep on each kind (what
+// an application that saves a form it read earlier writes back, stale by then).
+var extremeAttrs = map[Kind][]string{
+	User: {"latestPostTitle"}, Post: {"lastCommentAt", "recentComments"}, Folder: {"oldestUpload"},
+}
+
 // targetKinds are the kinds Denorm keeps counters on.
 var targetKinds = []Kind{User, Post, Group, Folder}
 
@@ -36,8 +42,9 @@ type AppWrites struct {
 	RePuts, StaleRePuts int
 	// CounterWrites SET a counter to a wrong value or REMOVE it with UpdateItem.
 	CounterWrites int
-	// DeleteRePuts delete a counter target and put it again with the next write.
-	DeleteRePuts int
+	// DeleteRePuts delete a counter target and put it again with the next write;
+	// Undeletes put it back later, as the application read it before the delete.
+	DeleteRePuts, Undeletes int
 	// LateTargets are counter targets created after (some of) their sources.
 	LateTargets int
 	// Unlinked posts lost their userId or were inserted without one; Relinked of them got
@@ -50,15 +57,15 @@ type AppWrites struct {
 
 // Total is the number of cases written.
 func (a AppWrites) Total() int {
-	return a.RePuts + a.CounterWrites + a.DeleteRePuts + a.LateTargets + a.Unlinked + a.Relinked +
+	return a.RePuts + a.CounterWrites + a.DeleteRePuts + a.Undeletes + a.LateTargets + a.Unlinked + a.Relinked +
 		a.SparseRemoved + a.SparseRestored
 }
 
 func (a AppWrites) String() string {
 	return fmt.Sprintf("%d re-puts of counter targets (%d with values read earlier), %d counters SET wrong or REMOVEd, "+
-		"%d deleted and re-put, %d targets created after their sources, %d posts without userId (%d set back), "+
-		"%d comments without author keys (%d set back)",
-		a.RePuts, a.StaleRePuts, a.CounterWrites, a.DeleteRePuts, a.LateTargets, a.Unlinked, a.Relinked,
+		"%d deleted and re-put, %d deleted and put back later as read, %d targets created after their sources, "+
+		"%d posts without userId (%d set back), %d comments without author keys (%d set back)",
+		a.RePuts, a.StaleRePuts, a.CounterWrites, a.DeleteRePuts, a.Undeletes, a.LateTargets, a.Unlinked, a.Relinked,
 		a.SparseRemoved, a.SparseRestored)
 }
 
@@ -129,8 +136,10 @@ func (g *gen) appChurn() {
 		g.rePut(g.rng.IntN(2) == 0)
 	case k < 45:
 		g.counterWrite()
-	case k < 60:
+	case k < 52:
 		g.deleteRePut()
+	case k < 60:
+		g.undelete()
 	case k < 72: // within the phase: written after its sources, though not in order for sure
 		t := g.lateKey(targetKinds[g.rng.IntN(len(targetKinds))])
 		g.lateSources(t)
@@ -205,6 +214,26 @@ func (g *gen) deleteRePut() {
 	g.app.DeleteRePuts++
 }
 
+// undelete reads a live counter target, deletes it, and puts it back later as it read it
+// (counters, the attributes of max, min, latest and top, and Denorm's versions): stale by
+// then, as an undo of a delete from a copy the application kept.
+func (g *gen) undelete() {
+	k, ok := g.pickTarget()
+	if !ok {
+		return
+	}
+	it, _ := g.m.Item(k)
+	g.emit(workload.Op{Put: withAttr(keyItem(k), readAttr, "1")})
+	g.emit(del(k))
+	g.noteCopies(k, caseCopyRePut)
+	g.later(20+g.rng.IntN(150), func() {
+		if _, live := g.m.Item(k); !live {
+			g.emitPut(k, it, countersRead, true, "deleted and put back later")
+			g.app.Undeletes++
+		}
+	})
+}
+
 // noteCopies notes c on the live copy targets of the source k: the comments and member
 // items of a user, the memberships of a group.
 func (g *gen) noteCopies(k Key, c string) {
@@ -242,7 +271,7 @@ func (g *gen) emitPut(k Key, it record.Item, cv counterValues, dn bool, what str
 	g.setCounters(item, kind, cv)
 	var fromRead []string
 	if cv == countersRead {
-		fromRead = append(fromRead, counterAttrs[kind]...)
+		fromRead = append(append(fromRead, counterAttrs[kind]...), extremeAttrs[kind]...)
 	}
 	dnText := "omitted"
 	if dn {

@@ -38,7 +38,7 @@ func TestApplicationWorkload(t *testing.T) {
 		t.Fatal("the same seed gave different workloads")
 	}
 	w := a.Application
-	if w.RePuts == 0 || w.StaleRePuts == 0 || w.CounterWrites == 0 || w.DeleteRePuts == 0 || w.LateTargets < 4*a.Rounds ||
+	if w.RePuts == 0 || w.StaleRePuts == 0 || w.CounterWrites == 0 || w.DeleteRePuts == 0 || w.Undeletes == 0 || w.LateTargets < 4*a.Rounds ||
 		w.Unlinked == 0 || w.Relinked == 0 {
 		t.Errorf("a case is missing: %s", w)
 	}
@@ -78,8 +78,8 @@ func TestApplicationWorkload(t *testing.T) {
 			written[k] = i
 		}
 	}
-	if stale != w.StaleRePuts+countRereads(a.Ops) {
-		t.Errorf("%d Puts reuse a read, want %d", stale, w.StaleRePuts)
+	if want := w.StaleRePuts + w.Undeletes + countRereads(a.Ops); stale != want {
+		t.Errorf("%d Puts reuse a read, want %d", stale, want)
 	}
 	if removes["userId"] == 0 || removes["delete, put"] == 0 || removes["commentCount"]+removes["postCount"]+removes["memberCount"]+removes["fileCount"]+removes["totalBytes"] == 0 {
 		t.Errorf("removes and re-puts: %v", removes)
