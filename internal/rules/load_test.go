@@ -264,3 +264,23 @@ rules:
 	// Output:
 	// app.yaml:7:54: rule "comment-author": copy.set userName: User has no attribute "nmae" (did you mean "name"?); declare it in User's attributes (it has: name, pk, sk)
 }
+
+// The rules file README.md shows is a valid one.
+func TestReadmeExampleCompiles(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```yaml\n")
+	if !ok {
+		t.Fatal("README.md shows no rules file (```yaml)")
+	}
+	example, _, _ := strings.Cut(rest, "```")
+	f, err := Parse("README.md", []byte(example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compile(f); err != nil {
+		t.Fatal(err)
+	}
+}
