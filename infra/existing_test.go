@@ -62,9 +62,10 @@ func newAppTable(scope awscdk.Stack, id string, stream awsdynamodb.StreamViewTyp
 		return &awsdynamodb.Attribute{Name: jsii.String(name), Type: awsdynamodb.AttributeType_STRING}
 	}
 	props := &awsdynamodb.TableProps{
-		PartitionKey: str("pk"),
-		SortKey:      str("sk"),
-		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PartitionKey:        str("pk"),
+		SortKey:             str("sk"),
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		TimeToLiveAttribute: jsii.String("ttl"),
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
@@ -73,8 +74,15 @@ func newAppTable(scope awscdk.Stack, id string, stream awsdynamodb.StreamViewTyp
 		props.Stream = stream
 	}
 	t := awsdynamodb.NewTable(scope, jsii.String(id), props)
+	t.AddLocalSecondaryIndex(&awsdynamodb.LocalSecondaryIndexProps{IndexName: jsii.String("lsi0"), SortKey: str("lsi0_sk")})
+	t.AddLocalSecondaryIndex(&awsdynamodb.LocalSecondaryIndexProps{IndexName: jsii.String("lsi1"), SortKey: str("lsi1_sk"),
+		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY})
 	t.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
 		IndexName: jsii.String("gsi1"), PartitionKey: str("gsi1pk"), SortKey: str("gsi1sk"),
+	})
+	t.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+		IndexName: jsii.String("gsi2"), PartitionKey: str("gsi2pk"), SortKey: str("gsi2sk"),
+		ProjectionType: awsdynamodb.ProjectionType_INCLUDE, NonKeyAttributes: jsii.Strings("name", "status"),
 	})
 	return t
 }
@@ -230,26 +238,50 @@ func TestExistingTableErrors(t *testing.T) {
 		name  string
 		table func(awscdk.Stack) awsdynamodb.ITable
 		want  string
+		// region, when set, is the stack's: a TableV2 with replicas needs one.
+		region string
 	}{
-		{"no stream", func(s awscdk.Stack) awsdynamodb.ITable { return newAppTable(s, "T", "") }, "has no stream"},
+		{"no stream", func(s awscdk.Stack) awsdynamodb.ITable { return newAppTable(s, "T", "") }, "has no stream", ""},
 		{"new image only", func(s awscdk.Stack) awsdynamodb.ITable {
 			return newAppTable(s, "T", awsdynamodb.StreamViewType_NEW_IMAGE)
-		}, "streams NEW_IMAGE: Denorm needs NEW_AND_OLD_IMAGES"},
+		}, "streams NEW_IMAGE: Denorm needs NEW_AND_OLD_IMAGES", ""},
 		{"imported without stream ARN", func(s awscdk.Stack) awsdynamodb.ITable {
 			return awsdynamodb.Table_FromTableName(s, jsii.String("T"), jsii.String(existingTableName))
-		}, "giving TableStreamArn"},
+		}, "giving TableStreamArn", ""},
+		{"keys, an index and the TTL attribute other than the rules say", func(s awscdk.Stack) awsdynamodb.ITable {
+			str := func(name string) *awsdynamodb.Attribute {
+				return &awsdynamodb.Attribute{Name: jsii.String(name), Type: awsdynamodb.AttributeType_STRING}
+			}
+			t := awsdynamodb.NewTable(s, jsii.String("T"), &awsdynamodb.TableProps{PartitionKey: str("PK"), SortKey: str("SK"),
+				TimeToLiveAttribute: jsii.String("expiresAt"), Stream: awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES})
+			t.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{IndexName: jsii.String("gsi1"), PartitionKey: str("gsi1pk")})
+			return t
+		}, "table Broken/T: partition key is PK, the rules say pk", ""},
+		{"a global table (TableV2 with replicas)", func(s awscdk.Stack) awsdynamodb.ITable {
+			return awsdynamodb.NewTableV2(s, jsii.String("T"), &awsdynamodb.TablePropsV2{
+				PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
+				SortKey:      &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
+				DynamoStream: awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
+				Replicas:     &[]*awsdynamodb.ReplicaTableProps{{Region: jsii.String("eu-west-1")}},
+			})
+		}, "is a global table with replicas in eu-west-1, us-east-1: Denorm does not support global tables yet", "us-east-1"},
 		{"another table's stream", func(s awscdk.Stack) awsdynamodb.ITable {
 			return awsdynamodb.Table_FromTableAttributes(s, jsii.String("T"), &awsdynamodb.TableAttributes{
 				TableName: jsii.String("Invoices"), TableStreamArn: jsii.String(existingStreamArn),
 			})
-		}, "is not the stream of table Invoices"},
+		}, "is not the stream of table Invoices", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			stack := awscdk.NewStack(awscdk.NewApp(nil), jsii.String("Broken"), nil)
+			var props *awscdk.StackProps
+			if tc.region != "" {
+				props = &awscdk.StackProps{Env: &awscdk.Environment{Region: jsii.String(tc.region)}}
+			}
+			stack := awscdk.NewStack(awscdk.NewApp(nil), jsii.String("Broken"), props)
 			_, err := denormcdk.New(stack, "Denorm", denormcdk.Props{RulesFile: fixtureRules, Code: codeDirForTests, Table: tc.table(stack)})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
+			t.Logf("%v", err)
 			if stack.Node().TryFindChild(jsii.String("Denorm")) != nil {
 				t.Error("Denorm added to the stack despite the error")
 			}

@@ -162,6 +162,11 @@ func (p Props) validate() (compiledRules, error) {
 		if err := checkStream(p.Table); err != nil {
 			errs = append(errs, err)
 		}
+		if r.filterPatterns != nil || r.table.PartitionKey != "" {
+			if err := checkShape(p.Table, r.table); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	for _, a := range p.ExtraReadActions {
 		if !allowedExtraReadActions[a] {

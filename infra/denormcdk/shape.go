@@ -1,0 +1,127 @@
+package denormcdk
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/table"
+	"github.com/denorm/denorm/internal/tablecheck"
+)
+
+// checkShape compares a table defined in this app with the rules' table section, with the
+// differences `denorm check-table` prints for a deployed one (keys and their types, local
+// and global indexes, TTL; the stream is checkStream's). A global table (a TableV2 with
+// replicas) is refused: its regions' streams each carry every write, and Denorm would count
+// each write once per region. An imported table is not known at synth: check-table reads it
+// once deployed.
+func checkShape(t awsdynamodb.ITable, spec table.Spec) error {
+	desc, ttl, replicas, ok := describeDefined(t)
+	if !ok {
+		return nil
+	}
+	name := *t.Node().Path()
+	if len(replicas) > 1 {
+		return fmt.Errorf("table %s is a global table with replicas in %s: Denorm does not support global tables yet "+
+			"(every replica's stream carries every write, so each would be counted once per region); "+
+			"give it a table without replicas", name, strings.Join(replicas, ", "))
+	}
+	var errs []error
+	for _, d := range tablecheck.Compare(spec, desc, ttl) {
+		if d.Subject == "stream" {
+			continue // checkStream's, with the construct's wording
+		}
+		errs = append(errs, fmt.Errorf("table %s: %s", name, d))
+	}
+	return errors.Join(errs...)
+}
+
+// describeDefined builds, from the L1 resource of a table defined in this app, what
+// DescribeTable and DescribeTimeToLive would say of it once deployed, and the regions of
+// its replicas (a TableV2's). ok is false for an imported table or one whose shape is not
+// known at synth.
+func describeDefined(t awsdynamodb.ITable) (desc *types.TableDescription, ttl *types.TimeToLiveDescription, replicas []string, ok bool) {
+	stack := awscdk.Stack_Of(t)
+	resolve := func(v any) any {
+		if v == nil {
+			return nil
+		}
+		return stack.Resolve(v)
+	}
+	var keys, attrs, lsis, gsis, ttlSpec, reps any
+	switch res := t.Node().DefaultChild().(type) {
+	case awsdynamodb.CfnTable:
+		keys, attrs, lsis, gsis, ttlSpec = res.KeySchema(), res.AttributeDefinitions(), res.LocalSecondaryIndexes(), res.GlobalSecondaryIndexes(), res.TimeToLiveSpecification()
+	case awsdynamodb.CfnGlobalTable:
+		keys, attrs, lsis, gsis, ttlSpec, reps = res.KeySchema(), res.AttributeDefinitions(), res.LocalSecondaryIndexes(), res.GlobalSecondaryIndexes(), res.TimeToLiveSpecification(), res.Replicas()
+	default:
+		return nil, nil, nil, false
+	}
+	for _, r := range list(resolve(reps)) {
+		if region, ok := m(r)["region"].(string); ok {
+			replicas = append(replicas, region)
+		} else {
+			replicas = append(replicas, "(a region known at deployment)")
+		}
+	}
+	desc = &types.TableDescription{TableName: t.TableName(), KeySchema: keySchema(resolve(keys))}
+	if !literal(desc.TableName) {
+		desc.TableName = nil // check-table's commands then say TABLE
+	}
+	for _, a := range list(resolve(attrs)) {
+		desc.AttributeDefinitions = append(desc.AttributeDefinitions, types.AttributeDefinition{
+			AttributeName: str(m(a)["attributeName"]), AttributeType: types.ScalarAttributeType(deref(str(m(a)["attributeType"])))})
+	}
+	for _, l := range list(resolve(lsis)) {
+		desc.LocalSecondaryIndexes = append(desc.LocalSecondaryIndexes, types.LocalSecondaryIndexDescription{
+			IndexName: str(m(l)["indexName"]), KeySchema: keySchema(m(l)["keySchema"]), Projection: projection(m(l)["projection"])})
+	}
+	for _, g := range list(resolve(gsis)) {
+		desc.GlobalSecondaryIndexes = append(desc.GlobalSecondaryIndexes, types.GlobalSecondaryIndexDescription{
+			IndexName: str(m(g)["indexName"]), KeySchema: keySchema(m(g)["keySchema"]), Projection: projection(m(g)["projection"])})
+	}
+	if s := m(resolve(ttlSpec)); s != nil && s["enabled"] == true {
+		ttl = &types.TimeToLiveDescription{AttributeName: str(s["attributeName"]), TimeToLiveStatus: types.TimeToLiveStatusEnabled}
+	}
+	return desc, ttl, replicas, true
+}
+
+func keySchema(v any) []types.KeySchemaElement {
+	var out []types.KeySchemaElement
+	for _, k := range list(v) {
+		out = append(out, types.KeySchemaElement{AttributeName: str(m(k)["attributeName"]), KeyType: types.KeyType(deref(str(m(k)["keyType"])))})
+	}
+	return out
+}
+
+func projection(v any) *types.Projection {
+	p := m(v)
+	if p == nil {
+		return &types.Projection{ProjectionType: types.ProjectionTypeAll} // CDK's default
+	}
+	out := &types.Projection{ProjectionType: types.ProjectionType(deref(str(p["projectionType"])))}
+	if out.ProjectionType == "" {
+		out.ProjectionType = types.ProjectionTypeAll // what CDK's constructs write when none is given
+	}
+	for _, a := range list(p["nonKeyAttributes"]) {
+		if s, ok := a.(string); ok {
+			out.NonKeyAttributes = append(out.NonKeyAttributes, s)
+		}
+	}
+	return out
+}
+
+func list(v any) []any       { l, _ := v.([]any); return l }
+func m(v any) map[string]any { x, _ := v.(map[string]any); return x }
+func str(v any) *string {
+	if s, ok := v.(string); ok {
+		return aws.String(s)
+	}
+	return nil
+}
+func deref(s *string) string { return aws.ToString(s) }
