@@ -55,11 +55,12 @@ func runCheckTable(ctx context.Context, args []string) error {
 		return err
 	}
 	client := awsconf.DynamoDB(cfg, *endpoint != "")
-	return checkTable(ctx, os.Stdout, client, *name, f.Table)
+	return checkTable(ctx, os.Stdout, client, *name, *endpoint, f.Table)
 }
 
-// checkTable describes the table, compares it with spec and prints the result to w.
-func checkTable(ctx context.Context, w io.Writer, api describeAPI, name string, spec table.Spec) error {
+// checkTable describes the table, compares it with spec and prints the result to w; the
+// fixes it prints name endpoint ("" for AWS).
+func checkTable(ctx context.Context, w io.Writer, api describeAPI, name, endpoint string, spec table.Spec) error {
 	dt, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 	var nf *types.ResourceNotFoundException
 	if errors.As(err, &nf) {
@@ -72,7 +73,7 @@ func checkTable(ctx context.Context, w io.Writer, api describeAPI, name string, 
 	if err != nil {
 		return fmt.Errorf("describing the TTL of table %s: %w", name, err)
 	}
-	diffs := tablecheck.Compare(spec, dt.Table, ttl.TimeToLiveDescription)
+	diffs := tablecheck.CompareAt(spec, dt.Table, ttl.TimeToLiveDescription, endpoint)
 	if len(diffs) == 0 {
 		fmt.Fprintf(w, "table %s matches the rules: keys %s, %d local and %d global secondary indexes, stream NEW_AND_OLD_IMAGES, %s\n",
 			name, keyText(spec), len(spec.LocalIndexes), len(spec.GlobalIndexes), ttlText(spec))

@@ -34,14 +34,14 @@ func (c *comparison) createGSI(name string, s shape) string {
 		defs = append(defs, "AttributeName="+s.sk+",AttributeType=S")
 	}
 	create.Projection.NonKeyAttributes = s.include
-	return fmt.Sprintf("aws dynamodb update-table --table-name %s --attribute-definitions %s --global-secondary-index-updates '%s'",
-		c.name, strings.Join(defs, " "), jsonOf([]map[string]any{{"Create": create}}))
+	return fmt.Sprintf("%s update-table --table-name %s --attribute-definitions %s --global-secondary-index-updates '%s'",
+		c.cli, c.name, strings.Join(defs, " "), jsonOf([]map[string]any{{"Create": create}}))
 }
 
 // deleteGSI is the update-table command that deletes the index.
 func (c *comparison) deleteGSI(name string) string {
-	return fmt.Sprintf("aws dynamodb update-table --table-name %s --global-secondary-index-updates '%s'",
-		c.name, jsonOf([]map[string]any{{"Delete": map[string]string{"IndexName": name}}}))
+	return fmt.Sprintf("%s update-table --table-name %s --global-secondary-index-updates '%s'",
+		c.cli, c.name, jsonOf([]map[string]any{{"Delete": map[string]string{"IndexName": name}}}))
 }
 
 func jsonOf(v any) string {

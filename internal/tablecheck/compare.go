@@ -30,7 +30,16 @@ func (d Difference) String() string { return d.Subject + " " + d.Problem + ": " 
 // the order keys, LSIs, GSIs, stream, TTL. It returns nil when they match. Key attributes
 // must be strings (S), as Denorm's key templates render them.
 func Compare(spec table.Spec, desc *types.TableDescription, ttl *types.TimeToLiveDescription) []Difference {
-	c := &comparison{spec: spec, name: aws.ToString(desc.TableName), types: map[string]types.ScalarAttributeType{}}
+	return CompareAt(spec, desc, ttl, "")
+}
+
+// CompareAt is Compare for a table behind endpoint (DynamoDB Local, LocalStack; "" for
+// AWS): the aws commands it prints as fixes carry --endpoint-url.
+func CompareAt(spec table.Spec, desc *types.TableDescription, ttl *types.TimeToLiveDescription, endpoint string) []Difference {
+	c := &comparison{spec: spec, name: aws.ToString(desc.TableName), types: map[string]types.ScalarAttributeType{}, cli: "aws dynamodb"}
+	if endpoint != "" {
+		c.cli += " --endpoint-url " + endpoint
+	}
 	if c.name == "" {
 		c.name = "TABLE"
 	}
@@ -48,6 +57,7 @@ func Compare(spec table.Spec, desc *types.TableDescription, ttl *types.TimeToLiv
 type comparison struct {
 	spec  table.Spec
 	name  string
+	cli   string // "aws dynamodb", with --endpoint-url when there is one
 	types map[string]types.ScalarAttributeType
 	diffs []Difference
 }
@@ -191,8 +201,10 @@ func (c *comparison) localIndexes(live []types.LocalSecondaryIndexDescription) {
 
 func (c *comparison) globalIndexes(live []types.GlobalSecondaryIndexDescription) {
 	got := map[string]shape{}
+	status := map[string]types.IndexStatus{}
 	for _, g := range live {
 		got[aws.ToString(g.IndexName)] = liveShape(g.KeySchema, g.Projection)
+		status[aws.ToString(g.IndexName)] = g.IndexStatus
 	}
 	declared := map[string]bool{}
 	for _, g := range c.spec.GlobalIndexes {
@@ -211,6 +223,13 @@ func (c *comparison) globalIndexes(live []types.GlobalSecondaryIndexDescription)
 		}
 		c.keyTypes(subject, s.pk, s.sk, fmt.Sprintf("a GSI cannot be changed: delete it (%s) and add it with string keys (%s)",
 			c.deleteGSI(g.Name), c.createGSI(g.Name, want)))
+		// A GSI being created or backfilled answers no query yet: a copy that queries it
+		// would miss targets.
+		if st := status[g.Name]; st != "" && st != types.IndexStatusActive {
+			c.add(subject, "is "+string(st)+", not ACTIVE yet",
+				"wait until it is ACTIVE (%s describe-table --table-name %s --query 'Table.GlobalSecondaryIndexes[?IndexName==`%s`].IndexStatus') before deploying rules that query it",
+				c.cli, c.name, g.Name)
+		}
 	}
 	for _, name := range sortedKeys(got) {
 		if !declared[name] {
@@ -221,14 +240,14 @@ func (c *comparison) globalIndexes(live []types.GlobalSecondaryIndexDescription)
 }
 
 func (c *comparison) stream(ss *types.StreamSpecification) {
-	enable := fmt.Sprintf("aws dynamodb update-table --table-name %s --stream-specification StreamEnabled=true,StreamViewType=NEW_AND_OLD_IMAGES", c.name)
+	enable := fmt.Sprintf("%s update-table --table-name %s --stream-specification StreamEnabled=true,StreamViewType=NEW_AND_OLD_IMAGES", c.cli, c.name)
 	switch {
 	case ss == nil || !aws.ToBool(ss.StreamEnabled):
 		c.add("stream", "is disabled", "enable it with NEW_AND_OLD_IMAGES (%s)", enable)
 	case ss.StreamViewType != types.StreamViewTypeNewAndOldImages:
 		c.add("stream", fmt.Sprintf("is %s, Denorm needs NEW_AND_OLD_IMAGES", ss.StreamViewType),
-			"a stream's view type cannot be changed: disable it (aws dynamodb update-table --table-name %s --stream-specification StreamEnabled=false), "+
-				"enable NEW_AND_OLD_IMAGES (%s), point the event source mapping at the new stream, and run denorm backfill for the writes in between", c.name, enable)
+			"a stream's view type cannot be changed: disable it (%s update-table --table-name %s --stream-specification StreamEnabled=false), "+
+				"enable NEW_AND_OLD_IMAGES (%s), point the event source mapping at the new stream, and run denorm backfill for the writes in between", c.cli, c.name, enable)
 	}
 }
 
@@ -241,7 +260,7 @@ func (c *comparison) ttl(d *types.TimeToLiveDescription) {
 	}
 	on := status == types.TimeToLiveStatusEnabled || status == types.TimeToLiveStatusEnabling
 	set := func(enabled bool, attr string) string {
-		return fmt.Sprintf("aws dynamodb update-time-to-live --table-name %s --time-to-live-specification Enabled=%t,AttributeName=%s", c.name, enabled, attr)
+		return fmt.Sprintf("%s update-time-to-live --table-name %s --time-to-live-specification Enabled=%t,AttributeName=%s", c.cli, c.name, enabled, attr)
 	}
 	switch {
 	case want != "" && !on:

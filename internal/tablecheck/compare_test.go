@@ -148,6 +148,9 @@ func TestCompare(t *testing.T) {
 			"TTL is on expiresAt, the rules say ttl: set ttlAttribute: expiresAt in the rules' table section, or disable TTL (aws dynamodb update-time-to-live --table-name Social --time-to-live-specification Enabled=false,AttributeName=expiresAt) " +
 				"and enable it on ttl (aws dynamodb update-time-to-live --table-name Social --time-to-live-specification Enabled=true,AttributeName=ttl)",
 		}},
+		{"GSI still being created", onDesc(func(d *types.TableDescription) { d.GlobalSecondaryIndexes[1].IndexStatus = types.IndexStatusCreating }), ttlOn("ttl"), []string{
+			"GSI gsi2 is CREATING, not ACTIVE yet: wait until it is ACTIVE (aws dynamodb describe-table --table-name Social --query 'Table.GlobalSecondaryIndexes[?IndexName==`gsi2`].IndexStatus') before deploying rules that query it",
+		}},
 		{"every difference at once", edit{
 			spec: func(s *table.Spec) { s.LocalIndexes, s.GlobalIndexes = s.LocalIndexes[:1], s.GlobalIndexes[:1] },
 			desc: func(d *types.TableDescription) { d.StreamSpecification.StreamViewType = types.StreamViewTypeNewImage },
@@ -167,6 +170,19 @@ func TestCompare(t *testing.T) {
 				t.Errorf("differences:%s\nwant, as prefixes:\n  %s", b.String(), strings.Join(tc.want, "\n  "))
 			}
 		})
+	}
+}
+
+// The fixes name the endpoint the table was described at, so they can be run as printed.
+func TestCompareAtAnEndpoint(t *testing.T) {
+	got := CompareAt(spec(), live(onSpec(func(s *table.Spec) { s.GlobalIndexes = s.GlobalIndexes[:1] })), nil, "http://localhost:8000")
+	if len(got) != 2 {
+		t.Fatalf("differences %v, want the missing GSI and TTL", got)
+	}
+	for _, d := range got {
+		if !strings.Contains(d.Fix, "aws dynamodb --endpoint-url http://localhost:8000 update-") {
+			t.Errorf("fix without the endpoint: %s", d)
+		}
 	}
 }
 
