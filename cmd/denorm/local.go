@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/denorm/denorm/internal/ddblocal"
+	"github.com/denorm/denorm/internal/deployed"
 	"github.com/denorm/denorm/internal/esm"
 	"github.com/denorm/denorm/internal/local"
 )
@@ -29,11 +30,12 @@ type mappingFlags struct {
 }
 
 func (m *mappingFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&m.batchSize, "batch-size", 100, "BatchSize: records per invocation (1-10000)")
-	fs.DurationVar(&m.window, "maximum-batching-window", 0, "MaximumBatchingWindow: wait up to this long to fill a batch")
-	fs.IntVar(&m.retries, "maximum-retry-attempts", 5, "MaximumRetryAttempts (-1 = until the record expires)")
+	// The defaults are what the CDK construct deploys.
+	fs.IntVar(&m.batchSize, "batch-size", deployed.BatchSize, "BatchSize: records per invocation (1-10000)")
+	fs.DurationVar(&m.window, "maximum-batching-window", deployed.MaxBatchingWindow, "MaximumBatchingWindow: wait up to this long to fill a batch")
+	fs.IntVar(&m.retries, "maximum-retry-attempts", deployed.RetryAttempts, "MaximumRetryAttempts (-1 = until the record expires)")
 	fs.BoolVar(&m.bisect, "bisect-batch-on-function-error", true, "BisectBatchOnFunctionError: split a failing batch in halves")
-	fs.DurationVar(&m.maxAge, "maximum-record-age", 0, "MaximumRecordAge (0 = unlimited)")
+	fs.DurationVar(&m.maxAge, "maximum-record-age", deployed.MaxRecordAge, "MaximumRecordAge (0 = unlimited)")
 	fs.BoolVar(&m.reportFailures, "report-batch-item-failures", true, "FunctionResponseTypes ReportBatchItemFailures")
 	fs.StringVar(&m.onFailureDir, "on-failure-dir", ".cache/local/failures", "on-failure destination: a folder of DDBStreamBatchInfo JSON files")
 	fs.StringVar(&m.checkpoint, "checkpoint", "", "per-shard checkpoint file (default .cache/local/<table>.checkpoint.json)")

@@ -8,6 +8,7 @@ package denormcdk
 import (
 	"errors"
 	"fmt"
+	"github.com/denorm/denorm/internal/deployed"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -27,17 +28,13 @@ const (
 	// deadline and reports the rest as batch item failures, so a slow batch is resumed, not
 	// retried from the start.
 	DefaultTimeout = 60 * time.Second
-	// DefaultBatchSize: larger batches let the executor coalesce more deltas per target
-	// (one write per counter per batch) while one batch still fits comfortably in the timeout.
-	DefaultBatchSize = 200
-	// DefaultMaxBatchingWindow trades at most this much copy latency for fuller batches.
-	DefaultMaxBatchingWindow = 1 * time.Second
-	// DefaultRetryAttempts bounds retries of a failing batch (bisected halves do not count);
-	// after that the failing records' metadata goes to the on-failure queue and the shard moves on.
-	DefaultRetryAttempts = 10
-	// DefaultMaxRecordAge leaves 18 of the stream's 24 hours of retention to replay a record
-	// that was sent to the on-failure queue, from the shard and sequence numbers in the message.
-	DefaultMaxRecordAge = 6 * time.Hour
+	// DefaultBatchSize, DefaultMaxBatchingWindow, DefaultRetryAttempts and DefaultMaxRecordAge
+	// are the mapping's settings (internal/deployed says why each), which `denorm local` uses
+	// by default too.
+	DefaultBatchSize         = deployed.BatchSize
+	DefaultMaxBatchingWindow = deployed.MaxBatchingWindow
+	DefaultRetryAttempts     = deployed.RetryAttempts
+	DefaultMaxRecordAge      = deployed.MaxRecordAge
 	// DefaultMaxFilters is Lambda's default quota of filters per event source mapping.
 	DefaultMaxFilters = 5
 	// MaxFilterPatternLength is Lambda's limit on one filter pattern, in characters.
