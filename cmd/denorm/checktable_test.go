@@ -37,9 +37,9 @@ func TestCheckTableCommand(t *testing.T) {
 	code, out, errOut = denorm(t, "check-table", "--rules", socialRules, "--table", bad, "--endpoint", ep)
 	wantLines := []string{
 		"table " + bad + " differs from the rules' table section:",
-		"  GSI gsi2 missing: add it (aws dynamodb update-table --table-name " + bad + " --attribute-definitions AttributeName=gsi2pk,AttributeType=S AttributeName=gsi2sk,AttributeType=S --global-secondary-index-updates ",
-		"  stream is KEYS_ONLY, Denorm needs NEW_AND_OLD_IMAGES: a stream's view type cannot be changed: disable it (aws dynamodb update-table --table-name " + bad + " --stream-specification StreamEnabled=false)",
-		"  TTL is disabled: enable it on ttl (aws dynamodb update-time-to-live --table-name " + bad + " --time-to-live-specification Enabled=true,AttributeName=ttl)",
+		"  GSI gsi2 missing: add it (aws dynamodb --endpoint-url " + ep + " update-table --table-name " + bad + " --attribute-definitions AttributeName=gsi2pk,AttributeType=S AttributeName=gsi2sk,AttributeType=S --global-secondary-index-updates ",
+		"  stream is KEYS_ONLY, Denorm needs NEW_AND_OLD_IMAGES: a stream's view type cannot be changed: disable it (aws dynamodb --endpoint-url " + ep + " update-table --table-name " + bad + " --stream-specification StreamEnabled=false)",
+		"  TTL is disabled: enable it on ttl (aws dynamodb --endpoint-url " + ep + " update-time-to-live --table-name " + bad + " --time-to-live-specification Enabled=true,AttributeName=ttl)",
 	}
 	t.Logf("denorm check-table on a differing table:\n%s%s", out, errOut)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
