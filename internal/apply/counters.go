@@ -177,20 +177,7 @@ func (r *run) refresh(f *plan.Refresh) error {
 
 // getState reads target's state item with one consistent GetItem (nil when there is none).
 func (r *run) getState(target plan.Key) (record.Item, error) {
-	x := r.x
-	var item record.Item
-	err := r.do("reading the state of "+target.PK+" "+target.SK, func(ctx context.Context) error {
-		out, err := x.api.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(x.table), Key: x.key(counter.StateKey(target)), ConsistentRead: aws.Bool(true),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		})
-		if out != nil {
-			r.consumed(false, out.ConsumedCapacity)
-			item = out.Item
-		}
-		return err
-	})
-	return item, err
+	return r.getItem("reading the state of "+target.PK+" "+target.SK, r.x.key(counter.StateKey(target)))
 }
 
 func anyCreate(attrs []plan.AttrAmount) bool {

@@ -115,25 +115,26 @@ func (r *run) updateItem(what string, key map[string]types.AttributeValue, e exp
 	})
 }
 
-// getItem reads the item at key with one consistent GetItem projecting names; nil when
-// there is none.
+// getItem reads the item at key with one consistent GetItem projecting names (every
+// attribute without names); nil when there is none.
 func (r *run) getItem(what string, key map[string]types.AttributeValue, names ...string) (map[string]types.AttributeValue, error) {
 	x := r.x
-	proj := expression.NamesList(expression.Name(names[0]))
-	for _, n := range names[1:] {
-		proj = proj.AddNames(expression.Name(n))
-	}
-	e, err := expression.NewBuilder().WithProjection(proj).Build()
-	if err != nil {
-		return nil, fmt.Errorf("building the projection of %s: %w", what, err)
+	in := &dynamodb.GetItemInput{TableName: aws.String(x.table), Key: key, ConsistentRead: aws.Bool(true),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}
+	if len(names) > 0 {
+		proj := expression.NamesList(expression.Name(names[0]))
+		for _, n := range names[1:] {
+			proj = proj.AddNames(expression.Name(n))
+		}
+		e, err := expression.NewBuilder().WithProjection(proj).Build()
+		if err != nil {
+			return nil, fmt.Errorf("building the projection of %s: %w", what, err)
+		}
+		in.ProjectionExpression, in.ExpressionAttributeNames = e.Projection(), e.Names()
 	}
 	var item map[string]types.AttributeValue
-	err = r.do(what, func(ctx context.Context) error {
-		out, err := x.api.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(x.table), Key: key, ConsistentRead: aws.Bool(true),
-			ProjectionExpression: e.Projection(), ExpressionAttributeNames: e.Names(),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		})
+	err := r.do(what, func(ctx context.Context) error {
+		out, err := x.api.GetItem(ctx, in)
 		if out != nil {
 			r.consumed(false, out.ConsumedCapacity)
 			item = out.Item
