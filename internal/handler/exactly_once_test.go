@@ -145,10 +145,31 @@ func TestRelayResumedWithMoreRecords(t *testing.T) {
 // The cross-partition count with exactlyOnce: transaction (per-event markers) under the
 // same faults: delivered twice, crashed after k writes and redelivered or resumed, bisected.
 func TestTransactionModeUnderFaults(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		deliver func(e *env) func(b []json.RawMessage)
-	}{
+	for _, tc := range faultyDeliveries() {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnvRules(t, apply.Options{}, transactionRules)
+			if r := e.set.Rule("user-post-count"); r.Relay || r.Watermark {
+				t.Fatal("user-post-count should use markers")
+			}
+			e.api.failAfter = -1
+			e.workload(7, 4, 5, 200)
+			e.drain(25, tc.deliver(e))
+			e.check()
+		})
+	}
+}
+
+// delivery is one way Lambda delivers a batch when something fails.
+type delivery struct {
+	name    string
+	deliver func(e *env) func(b []json.RawMessage)
+}
+
+// faultyDeliveries are the ways the exactly-once tests deliver every batch: twice (a
+// success Lambda did not see), crashed after k writes and redelivered whole or resumed at
+// the reported record, and bisected (both halves, then the whole).
+func faultyDeliveries() []delivery {
+	return []delivery{
 		{"twice", func(e *env) func(b []json.RawMessage) {
 			return func(b []json.RawMessage) { e.lambdaLike(b); e.lambdaLike(b) }
 		}},
@@ -162,16 +183,5 @@ func TestTransactionModeUnderFaults(t *testing.T) {
 				e.lambdaLike(b)
 			}
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnvRules(t, apply.Options{}, transactionRules)
-			if r := e.set.Rule("user-post-count"); r.Relay || r.Watermark {
-				t.Fatal("user-post-count should use markers")
-			}
-			e.api.failAfter = -1
-			e.workload(7, 4, 5, 200)
-			e.drain(25, tc.deliver(e))
-			e.check()
-		})
 	}
 }

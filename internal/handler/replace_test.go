@@ -72,26 +72,9 @@ func TestApplicationWritesTargetsCrashAtEveryWrite(t *testing.T) {
 	}
 }
 
-// The same application rounds, each batch delivered twice, or crashed and resumed at the
-// record the handler reports, or bisected.
+// The same application rounds, each batch delivered in each of faultyDeliveries' ways.
 func TestApplicationWritesTargetsUnderRedelivery(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		deliver func(e *env) func(b []json.RawMessage)
-	}{
-		{"twice", func(e *env) func(b []json.RawMessage) {
-			return func(b []json.RawMessage) { e.lambdaLike(b); e.lambdaLike(b) }
-		}},
-		{"crash, resumed", func(e *env) func(b []json.RawMessage) { return e.crashed(true) }},
-		{"bisected", func(e *env) func(b []json.RawMessage) {
-			return func(b []json.RawMessage) {
-				h := len(b) / 2
-				e.lambdaLike(b[:h])
-				e.lambdaLike(b[h:])
-				e.lambdaLike(b)
-			}
-		}},
-	} {
+	for _, tc := range faultyDeliveries() {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, apply.Options{})
 			e.api.failAfter = -1
