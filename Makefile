@@ -32,9 +32,15 @@ vet:
 ## share one DynamoDB Local, whose single SQLite thread is the bottleneck. The default table's
 ## smoke test runs first and verbosely, so the log shows the table and a stream record.
 SMOKE_TEST := -run '^TestDefaultTableStreamsAWrite$$' ./internal/provision/
-test: vet test-infra
+test: vet test-infra test-tools
 	$(GO) test -count=1 -run '^$$' ./... >/dev/null
 	$(DDB) run -- bash -c "$(GO) test -count=1 -v $(SMOKE_TEST) && $(GO) test -p 1 $(GOTEST_FLAGS) ./..."
+
+## test-tools: vet and test the modules under tools/ (the bench's chart, whose plotting
+## library the engine's module does not require)
+.PHONY: test-tools
+test-tools:
+	cd tools/benchplot && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 ## test-unit: the tests that need no emulator
 test-unit:
@@ -60,6 +66,7 @@ bench:
 	@mkdir -p $(BENCH_OUT) dist
 	$(GO) build -o dist/denorm ./cmd/denorm
 	$(DDB) run -- dist/denorm bench --out $(BENCH_OUT) $(BENCH_ARGS)
+	cd tools/benchplot && $(GO) run . $(abspath $(BENCH_OUT))/bench.json $(abspath $(BENCH_OUT))/bench.png
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=2s -count=6 ./internal/record ./internal/plan ./internal/bench | tee $(BENCH_OUT)/core.txt
 	$(GO) run $(BENCHSTAT) $(BENCH_OUT)/core.txt
 

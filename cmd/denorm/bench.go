@@ -28,7 +28,7 @@ func runBench(ctx context.Context, args []string) error {
 	seed := fs.Uint64("seed", 1, "workload seed")
 	batch := fs.Int("batch-size", 100, "records per batch, the same for both systems (the CDK stack deploys 200)")
 	ceiling := fs.Duration("ceiling", 3*time.Second, "duration of each raw ceiling measurement (0 skips it)")
-	out := fs.String("out", "", "directory for bench.json, bench.md and bench.png (default: print the tables only)")
+	out := fs.String("out", "", "directory for bench.json and bench.md (default: print the tables only); tools/benchplot draws bench.png from bench.json")
 	keep := fs.Bool("keep-tables", false, "keep the benchmark tables (default: delete each after its run)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	perRun := fs.Bool("emulator-per-run", true, "start a fresh DynamoDB Local (scripts/dynamodb-local.sh) for every run and the ceiling, so that no run inherits the items and stream records of the runs before it; false uses --endpoint for all")
@@ -101,7 +101,7 @@ func runBench(ctx context.Context, args []string) error {
 		if err := writeBenchFiles(rep, *out); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "bench: wrote %s\n", filepath.Join(*out, "bench.{json,md,png}"))
+		fmt.Fprintf(os.Stderr, "bench: wrote %s\n", filepath.Join(*out, "bench.{json,md}"))
 	}
 	if !rep.AllVerified {
 		return &exitError{code: 1, err: errors.New("a run did not verify clean (see the checks above and verify in bench.json): " +
@@ -117,7 +117,6 @@ func writeBenchFiles(rep *bench.Report, dir string) error {
 	for name, write := range map[string]func(f *os.File) error{
 		"bench.json": func(f *os.File) error { return rep.WriteJSON(f) },
 		"bench.md":   func(f *os.File) error { return rep.WriteMarkdown(f) },
-		"bench.png":  func(f *os.File) error { return rep.WritePNG(f) },
 	} {
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {

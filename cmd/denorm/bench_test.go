@@ -43,7 +43,7 @@ func TestWriteBenchFiles(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || len(back.Workloads) != 1 {
 		t.Errorf("bench.json does not read back: %v", err)
 	}
-	for _, f := range []string{"bench.md", "bench.png"} {
+	for _, f := range []string{"bench.md"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}

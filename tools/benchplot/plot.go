@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"fmt"
@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/denorm/denorm/internal/bench"
 )
 
 var (
@@ -22,7 +24,7 @@ var (
 // WritePNG draws two panels from the report: write capacity per workload (Denorm, the
 // baseline, the floor) and lag p50/p99 per workload (Denorm, the baseline), both on log
 // scales, since the figures span orders of magnitude.
-func (r *Report) WritePNG(w io.Writer) error {
+func writePNG(r *bench.Report, w io.Writer) error {
 	var names []string
 	var wcuD, wcuB, wcuF, p50D, p50B, p99D, p99B plotter.Values
 	for _, wr := range r.Workloads {

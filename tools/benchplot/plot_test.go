@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"bytes"
@@ -6,25 +6,27 @@ import (
 	"image/png"
 	"os"
 	"testing"
+
+	"github.com/denorm/denorm/internal/bench"
 )
 
 func TestWritePNG(t *testing.T) {
-	r := &Report{Workloads: []WorkloadResult{
-		{Name: "a", Denorm: Summary{WCU: 10, LagP50: 30, LagP99: 90}, Baseline: Summary{WCU: 1000, LagP50: 100, LagP99: 400}, FloorWCU: 8},
-		{Name: "b", Denorm: Summary{WCU: 0.5, LagP50: 0}, Baseline: Summary{WCU: 20000, LagP50: 5000, LagP99: 9000}, FloorWCU: 20000},
+	r := &bench.Report{Workloads: []bench.WorkloadResult{
+		{Name: "a", Denorm: bench.Summary{WCU: 10, LagP50: 30, LagP99: 90}, Baseline: bench.Summary{WCU: 1000, LagP50: 100, LagP99: 400}, FloorWCU: 8},
+		{Name: "b", Denorm: bench.Summary{WCU: 0.5, LagP50: 0}, Baseline: bench.Summary{WCU: 20000, LagP50: 5000, LagP99: 9000}, FloorWCU: 20000},
 	}}
 	if p := os.Getenv("BENCH_REPORT"); p != "" { // render a real report: BENCH_REPORT=bench.json
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r = &Report{}
+		r = &bench.Report{}
 		if err := json.Unmarshal(b, r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var buf bytes.Buffer
-	if err := r.WritePNG(&buf); err != nil {
+	if err := writePNG(r, &buf); err != nil {
 		t.Fatal(err)
 	}
 	data := bytes.Clone(buf.Bytes())
