@@ -20,6 +20,14 @@ func (m *Mapping) Run(ctx context.Context) (err error) {
 	m.running = true
 	m.mu.Unlock()
 	defer close(m.done)
+	if m.cfg.CheckpointFile != "" {
+		// Two runs reading into one checkpoint would each skip what the other saved.
+		unlock, err := lockCheckpoint(m.cfg.CheckpointFile)
+		if err != nil {
+			return err
+		}
+		defer unlock() // after the checkpoint's last save, below
+	}
 
 	runCtx, fail := context.WithCancelCause(ctx)
 	var wg sync.WaitGroup
