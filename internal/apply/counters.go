@@ -296,8 +296,6 @@ func (r *run) transact(events []plan.EventDeltas) error {
 func (r *run) buildTransaction(events []plan.EventDeltas, ttl string) (items []types.TransactWriteItem, markers int, err error) {
 	x := r.x
 	spec := x.set.Table
-	merged := map[plan.Key][]plan.AttrAmount{}
-	var order []plan.Key
 	for _, ev := range events {
 		marker := x.key(plan.Key{PK: MarkerPrefix + ev.EventID, SK: MarkerPrefix})
 		if spec.TTLAttribute != "" {
@@ -312,16 +310,9 @@ func (r *run) buildTransaction(events []plan.EventDeltas, ttl string) (items []t
 			TableName: aws.String(x.table), Item: marker,
 			ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(),
 		}})
-		for _, t := range ev.Targets {
-			if _, ok := merged[t.Target]; !ok {
-				order = append(order, t.Target)
-			}
-			for _, at := range t.Attrs {
-				merged[t.Target] = mergeAmount(merged[t.Target], at)
-			}
-		}
 	}
 	markers = len(items)
+	order, merged := targetsOf(events)
 	for _, k := range order {
 		attrs := merged[k]
 		if allZero(attrs) {
@@ -346,18 +337,7 @@ func (r *run) buildTransaction(events []plan.EventDeltas, ttl string) (items []t
 // copyTargets copies the state of every target of events onto it, duplicates' included:
 // a batch that failed between its transaction and its copies left them behind.
 func (r *run) copyTargets(events []plan.EventDeltas) error {
-	merged := map[plan.Key][]plan.AttrAmount{}
-	var order []plan.Key
-	for _, ev := range events {
-		for _, t := range ev.Targets {
-			if _, ok := merged[t.Target]; !ok {
-				order = append(order, t.Target)
-			}
-			for _, at := range t.Attrs {
-				merged[t.Target] = mergeAmount(merged[t.Target], at)
-			}
-		}
-	}
+	order, merged := targetsOf(events)
 	errs := make([]error, len(order))
 	sem := make(chan struct{}, r.x.opt.Concurrency)
 	var wg sync.WaitGroup
@@ -377,6 +357,23 @@ func (r *run) copyTargets(events []plan.EventDeltas) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// targetsOf merges the deltas of events per target: the targets in first appearance order,
+// and each one's amounts per attribute.
+func targetsOf(events []plan.EventDeltas) (order []plan.Key, merged map[plan.Key][]plan.AttrAmount) {
+	merged = map[plan.Key][]plan.AttrAmount{}
+	for _, ev := range events {
+		for _, t := range ev.Targets {
+			if _, ok := merged[t.Target]; !ok {
+				order = append(order, t.Target)
+			}
+			for _, at := range t.Attrs {
+				merged[t.Target] = mergeAmount(merged[t.Target], at)
+			}
+		}
+	}
+	return order, merged
 }
 
 func mergeAmount(list []plan.AttrAmount, a plan.AttrAmount) []plan.AttrAmount {

@@ -127,20 +127,29 @@ func (d *db) query(ctx context.Context, index, pkAttr, pk, skAttr, skPrefix stri
 
 // update runs a conditional UpdateItem.
 func (d *db) update(ctx context.Context, k plan.Key, ub expression.UpdateBuilder, cond expression.ConditionBuilder) error {
+	_, err := d.updateReturning(ctx, k, ub, cond, types.ReturnValueNone)
+	return err
+}
+
+// updateReturning runs a conditional UpdateItem and returns the attributes rv asks for.
+func (d *db) updateReturning(ctx context.Context, k plan.Key, ub expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (record.Item, error) {
 	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
 	if err != nil {
-		return fmt.Errorf("building update of %s %s: %w", k.PK, k.SK, err)
+		return nil, fmt.Errorf("building update of %s %s: %w", k.PK, k.SK, err)
 	}
-	return d.write(ctx, "updating "+k.PK+" "+k.SK, func(ctx context.Context) (*types.ConsumedCapacity, error) {
+	var item record.Item
+	err = d.write(ctx, "updating "+k.PK+" "+k.SK, func(ctx context.Context) (*types.ConsumedCapacity, error) {
 		out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(d.table), Key: d.key(k),
 			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
 			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+			ReturnValues: rv, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
 		if out != nil {
+			item = out.Attributes
 			return out.ConsumedCapacity, err
 		}
 		return nil, err
 	})
+	return item, err
 }
 
 // remove runs a conditional DeleteItem.

@@ -2,12 +2,9 @@ package ops
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/counter"
@@ -31,24 +28,7 @@ func (d *db) setState(ctx context.Context, r *rules.CompiledRule, k plan.Key, to
 	if version != nil {
 		cond = unchanged(rules.StateVersionAttr, version)
 	}
-	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
-	if err != nil {
-		return nil, fmt.Errorf("building state update of %s %s: %w", k.PK, k.SK, err)
-	}
-	sk := counter.StateKey(k)
-	var state record.Item
-	err = d.write(ctx, "updating the state of "+k.PK+" "+k.SK, func(ctx context.Context) (*types.ConsumedCapacity, error) {
-		out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(d.table), Key: d.key(sk),
-			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			ReturnValues: types.ReturnValueAllNew, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
-		if out != nil {
-			state = out.Attributes
-			return out.ConsumedCapacity, err
-		}
-		return nil, err
-	})
-	return state, err
+	return d.updateReturning(ctx, counter.StateKey(k), ub, cond, types.ReturnValueAllNew)
 }
 
 // copyState writes state onto target k for rule r (counter.CopyWrite): every aggregate
