@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 
@@ -154,12 +153,7 @@ func (r *run) refresh(f *plan.Refresh) error {
 	if err != nil {
 		return err
 	}
-	attrs := f.Attrs
-	for _, a := range counter.Values(x.set.Table, state) {
-		if !slices.Contains(attrs, a) {
-			attrs = append(attrs, a)
-		}
-	}
+	attrs := counter.Values(x.set.Table, state, f.Attrs...)
 	copy := counter.Copy(state, attrs)
 	if foreign := counter.Foreign(state, f.Seen); foreign != nil {
 		// A copy version above the state's was never Denorm's for this target (the

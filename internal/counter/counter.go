@@ -12,6 +12,7 @@
 package counter
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -71,12 +72,14 @@ func Version(v types.AttributeValue) uint64 {
 	return 0
 }
 
-// Values are the aggregate attributes of a state item: every attribute but its keys, the
-// table's TTL attribute and Denorm's own.
-func Values(spec table.Spec, state record.Item) []string {
-	var out []string
+// Values are the attributes a copy of state writes: also (which the state may lack: they
+// are then 0), then the state's other aggregate attributes, every attribute but its keys,
+// the table's TTL attribute and Denorm's own.
+func Values(spec table.Spec, state record.Item, also ...string) []string {
+	out := append([]string(nil), also...)
 	for name := range state {
-		if name == spec.PartitionKey || name == spec.SortKey || name == spec.TTLAttribute || strings.HasPrefix(name, rules.ReservedPrefix) {
+		if name == spec.PartitionKey || name == spec.SortKey || name == spec.TTLAttribute || strings.HasPrefix(name, rules.ReservedPrefix) ||
+			slices.Contains(also, name) {
 			continue
 		}
 		out = append(out, name)

@@ -141,3 +141,13 @@ func TestForeign(t *testing.T) {
 		t.Error("a version on a target without state: not foreign")
 	}
 }
+
+// The attributes a copy writes are those asked for, then the state's others, each once.
+func TestValuesAlso(t *testing.T) {
+	spec := table.Spec{PartitionKey: "pk", SortKey: "sk"}
+	state := record.Item{"pk": n("1"), rules.StateVersionAttr: n("2"), "commentCount": n("3")}
+	got := counter.Values(spec, state, "likes", "commentCount")
+	if len(got) != 2 || got[0] != "likes" || got[1] != "commentCount" {
+		t.Errorf("Values = %v, want [likes commentCount]", got)
+	}
+}

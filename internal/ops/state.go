@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -36,10 +35,7 @@ func (d *db) setState(ctx context.Context, r *rules.CompiledRule, k plan.Key, to
 // created only when r creates its targets and the value is not zero. A refused copy (a
 // newer one landed, or no target) is not an error.
 func (d *db) copyState(ctx context.Context, r *rules.CompiledRule, k plan.Key, state record.Item) error {
-	attrs := counter.Values(d.spec, state)
-	if !slices.Contains(attrs, r.Agg.Attribute) {
-		attrs = append(attrs, r.Agg.Attribute)
-	}
+	attrs := counter.Values(d.spec, state, r.Agg.Attribute)
 	create := r.Agg.MissingTarget == rules.MissingCreate && !plan.NumberOf(state[r.Agg.Attribute]).IsZero()
 	ub, cond := counter.CopyWrite(d.spec.PartitionKey, counter.Copy(state, attrs), create)
 	if create {

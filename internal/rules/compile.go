@@ -88,7 +88,7 @@ type CompiledRule struct {
 	// target is recomputed. A top list's write is conditional on the version it read.
 	// EntryBytes is Agg.EntryBytes or its default.
 	ExtremeVersion string
-	EntryBytes int
+	EntryBytes     int
 }
 
 // Compile checks f and turns it into a Set. Any Problems come back as the error.
