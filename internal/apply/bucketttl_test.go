@@ -9,6 +9,7 @@ import (
 
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // A counter update of a bucket item whose rule has a ttl sets the TTL attribute, if the
@@ -39,7 +40,7 @@ rules:
 		{"monthly", "MONTH#2026-11", ""},
 		{"daily", "METADATA", ""}, // not a bucket of the rule
 	} {
-		attrs := []plan.AttrAmount{{Attribute: "comments", Rule: set.Rule(tc.rule), Amount: plan.Int(1), Create: true}}
+		attrs := []plan.AttrAmount{{Attribute: "comments", Rule: set.Rule(tc.rule), Amount: value.Int(1), Create: true}}
 		ub := expression.Add(expression.Name("comments"), num("1"))
 		ub = withBucketTTL(ub, set.Table, key("POST#p1", tc.sk), attrs)
 		e, err := expression.NewBuilder().WithUpdate(ub).Build()

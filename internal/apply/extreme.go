@@ -13,6 +13,7 @@ import (
 	"github.com/denorm/denorm/internal/exprval"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // extremeAttempts bounds how often a recompute reads again after its write was refused
@@ -48,10 +49,10 @@ func (r *run) extreme(g *plan.ExtremeGroup) error {
 		if err != nil || !exists {
 			return err // a missing target is recomputed when it is inserted
 		}
-		if stored != nil && !plan.Comparable(stored) {
+		if stored != nil && !value.Comparable(stored) {
 			g.Recompute = true // not a number or string (an application wrote it): replace it
 		}
-		if !g.Recompute && (stored == nil || plan.Better(g.Rule.Kind, stored, g.Recheck)) {
+		if !g.Recompute && (stored == nil || value.Better(g.Rule.Kind, stored, g.Recheck)) {
 			// The value that left was not the extreme (nothing is stored, or something
 			// better is): the read was the whole cost.
 			r.count(func(s *Stats) { s.ExtremesKept++ })
@@ -61,7 +62,7 @@ func (r *run) extreme(g *plan.ExtremeGroup) error {
 		if err != nil {
 			return err
 		}
-		if best != nil && stored != nil && plan.CompareValues(best, stored) == 0 && sameType(best, stored) {
+		if best != nil && stored != nil && value.Compare(best, stored) == 0 && sameType(best, stored) {
 			r.count(func(s *Stats) { s.Unchanged++ })
 			return nil
 		}
@@ -80,7 +81,7 @@ func (r *run) extreme(g *plan.ExtremeGroup) error {
 func sameType(a, b types.AttributeValue) bool { return fmt.Sprintf("%T", a) == fmt.Sprintf("%T", b) }
 
 // raise sets the target's attribute to the group's best raise if the attribute is absent
-// or worse. Numbers rank below strings (plan.CompareValues), so a string raises a number
+// or worse. Numbers rank below strings (value.Compare), so a string raises a number
 // for max and a number lowers a string for min.
 func (r *run) raise(g *plan.ExtremeGroup) error {
 	x := r.x
@@ -154,7 +155,7 @@ func RecomputeExtreme(ctx context.Context, api Querier, table string, r *rules.C
 	if err != nil || best == nil {
 		return nil, err
 	}
-	return plan.ExtremeValue(r, best), nil
+	return value.ExtremeValue(r, best), nil
 }
 
 // RecomputeBest queries rule r's sources of target and returns the one holding the
@@ -167,10 +168,10 @@ func RecomputeBest(ctx context.Context, api Querier, table string, r *rules.Comp
 	bestK := ""
 	err := QuerySources(ctx, api, table, r, target, pkValue, seen, do, func(it map[string]types.AttributeValue, v types.AttributeValue) {
 		if r.Kind == rules.KindLatest {
-			if k := plan.LatestKey(r, it); plan.LatestBetter(v, k, bestV, bestK) {
+			if k := value.LatestKey(r, it); value.LatestBetter(v, k, bestV, bestK) {
 				best, bestV, bestK = it, v, k
 			}
-		} else if plan.Better(r.Kind, v, bestV) {
+		} else if value.Better(r.Kind, v, bestV) {
 			best, bestV = it, v
 		}
 	})
@@ -179,11 +180,11 @@ func RecomputeBest(ctx context.Context, api Querier, table string, r *rules.Comp
 
 // RecomputeTop queries top rule r's sources of target and returns its list.
 func RecomputeTop(ctx context.Context, api Querier, table string, r *rules.CompiledRule, target plan.Key, pkValue string,
-	seen func(*dynamodb.QueryOutput, error) error, do func(string, func(context.Context) error) error) ([]plan.TopEntry, error) {
-	var es []plan.TopEntry
+	seen func(*dynamodb.QueryOutput, error) error, do func(string, func(context.Context) error) error) ([]value.TopEntry, error) {
+	var es []value.TopEntry
 	err := QuerySources(ctx, api, table, r, target, pkValue, seen, do, func(it map[string]types.AttributeValue, _ types.AttributeValue) {
 		if e, ok := plan.TopEntryOf(r, it); ok {
-			es = plan.TopKeep(es, e, r.Agg.N)
+			es = value.TopKeep(es, e, r.Agg.N)
 		}
 	})
 	return es, err

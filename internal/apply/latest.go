@@ -11,6 +11,7 @@ import (
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // latest applies one latest group as extreme does a max: the raise copies the source's
@@ -32,10 +33,10 @@ func (r *run) latest(g *plan.ExtremeGroup) error {
 			return err
 		}
 		sv, sk := stored[rule.LatestBy], stringOf(stored[rule.LatestKey])
-		if sv != nil && !plan.Comparable(sv) {
+		if sv != nil && !value.Comparable(sv) {
 			g.Recompute = true
 		}
-		if !g.Recompute && (sv == nil || plan.LatestBetter(sv, sk, g.Recheck, g.RecheckKey)) {
+		if !g.Recompute && (sv == nil || value.LatestBetter(sv, sk, g.Recheck, g.RecheckKey)) {
 			r.count(func(s *Stats) { s.ExtremesKept++ })
 			return nil
 		}
@@ -142,7 +143,7 @@ func LatestWrite(pkAttr string, rule *rules.CompiledRule, stored record.Item, be
 		}
 	} else {
 		set, remove := plan.LatestValues(rule, best)
-		ub = latestUpdate(rule, plan.ExtremeValue(rule, best), plan.LatestKey(rule, best), set, remove)
+		ub = latestUpdate(rule, value.ExtremeValue(rule, best), value.LatestKey(rule, best), set, remove)
 	}
 	cond := exists(pkAttr)
 	for _, a := range []string{rule.LatestBy, rule.LatestKey} {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // pull fills a copy target from the current source item. When the source still holds the
@@ -38,7 +39,7 @@ func (r *run) pull(p *plan.Pull) error {
 		v, ok := src[c.Set[t]]
 		cur, has := p.Current[t]
 		switch {
-		case ok && !plan.Equal(v, cur):
+		case ok && !value.Equal(v, cur):
 			set = append(set, plan.AttrValue{Name: t, Value: v})
 		case !ok && has:
 			remove = append(remove, t)
@@ -138,7 +139,7 @@ func (r *run) pullWouldLand(p *plan.Pull, stamp string, link []plan.AttrValue) (
 		return false, err
 	}
 	for _, l := range link {
-		if !plan.Equal(cur[l.Name], l.Value) {
+		if !value.Equal(cur[l.Name], l.Value) {
 			return false, nil
 		}
 	}
@@ -150,7 +151,7 @@ func (r *run) pullWouldLand(p *plan.Pull, stamp string, link []plan.AttrValue) (
 		return false, nil
 	}
 	for _, t := range c.SetOrder {
-		if !plan.Equal(cur[t], p.Current[t]) {
+		if !value.Equal(cur[t], p.Current[t]) {
 			return false, nil
 		}
 	}

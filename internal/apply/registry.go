@@ -11,6 +11,7 @@ import (
 
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // A fan-out's later pages run from a job item whose stream records live in another
@@ -74,7 +75,7 @@ func (r *run) registeredVersion(p *plan.Pull, src map[string]types.AttributeValu
 	}
 	c := p.Rule.Copy
 	for _, t := range c.SetOrder {
-		if !plan.Equal(set.Value[t], src[c.Set[t]]) {
+		if !value.Equal(set.Value[t], src[c.Set[t]]) {
 			return "", nil // the source changed since: that push is still to come and will win
 		}
 	}

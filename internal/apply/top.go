@@ -11,10 +11,11 @@ import (
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // top applies one top group: one consistent read of the list and its version, the batch's
-// changes applied to it (plan.TopNext), one query of the target's sources only when a listed
+// changes applied to it (value.TopNext), one query of the target's sources only when a listed
 // source left a full list or fell in it (or the list must be recomputed), and one write
 // conditional on the version read, skipped when the list is unchanged. The list is a
 // function of the sources' current states, so a redelivered or crashed group is applied
@@ -27,8 +28,8 @@ func (r *run) top(g *plan.ExtremeGroup) error {
 		if err != nil || item == nil {
 			return err // a missing target is recomputed when it is inserted
 		}
-		stored, ok := plan.DecodeTop(rule, item[rule.Agg.Attribute])
-		next, query := plan.TopNext(rule.Agg.N, stored, g.Ups, g.Left)
+		stored, ok := value.DecodeTop(rule, item[rule.Agg.Attribute])
+		next, query := value.TopNext(rule.Agg.N, stored, g.Ups, g.Left)
 		if !ok || g.Recompute || query {
 			r.count(func(s *Stats) { s.ExtremeRecomputes++ })
 			if next, err = RecomputeTop(r.ctx, r.x.api, r.x.table, rule, g.Target, g.QueryPK, func(out *dynamodb.QueryOutput, err error) error {
@@ -40,7 +41,7 @@ func (r *run) top(g *plan.ExtremeGroup) error {
 				return err
 			}
 		}
-		if ok && plan.SameTop(stored, next) {
+		if ok && value.SameTop(stored, next) {
 			r.count(func(s *Stats) { s.Unchanged++ })
 			return nil
 		}
@@ -64,15 +65,15 @@ func (r *run) top(g *plan.ExtremeGroup) error {
 // that an application's removal of the attribute stays distinguishable) and the next
 // version, on condition that the version is still the one stored holds. Shared with
 // `denorm verify --repair`.
-func TopWrite(pkAttr string, rule *rules.CompiledRule, stored record.Item, next []plan.TopEntry) (expression.Expression, error) {
+func TopWrite(pkAttr string, rule *rules.CompiledRule, stored record.Item, next []value.TopEntry) (expression.Expression, error) {
 	ver := expression.Name(rule.ExtremeVersion)
-	n := plan.Int(1)
+	n := value.Int(1)
 	if v, ok := stored[rule.ExtremeVersion].(*types.AttributeValueMemberN); ok {
-		if cur, err := plan.ParseNumber(v.Value); err == nil {
-			n = cur.Add(plan.Int(1))
+		if cur, err := value.ParseNumber(v.Value); err == nil {
+			n = cur.Add(value.Int(1))
 		}
 	}
-	ub := expression.Set(expression.Name(rule.Agg.Attribute), exprval.Of(plan.TopList(next))).
+	ub := expression.Set(expression.Name(rule.Agg.Attribute), exprval.Of(value.TopList(next))).
 		Set(ver, exprval.Of(&types.AttributeValueMemberN{Value: n.String()}))
 	cond := exists(pkAttr)
 	if v := stored[rule.ExtremeVersion]; v != nil {

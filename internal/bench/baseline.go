@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/exprval"
-	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // Baseline is the stream handler a team writes by hand for the social example
@@ -629,7 +629,7 @@ func dropped(old, nw item, attrs ...string) bool {
 
 // sameValue compares attribute values as DynamoDB holds them (numbers by value, lists and
 // maps element by element).
-func sameValue(a, b types.AttributeValue) bool { return plan.Equal(a, b) }
+func sameValue(a, b types.AttributeValue) bool { return value.Equal(a, b) }
 
 // recent keeps the post's 3 newest comments in recentComments, as a team writes it: read the
 // post, put the comment in (or take it out), write the list back. A listed comment deleted

@@ -24,6 +24,7 @@ import (
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/table"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // StateKey is the key of target t's state item.
@@ -92,7 +93,7 @@ func Values(spec table.Spec, state record.Item, also ...string) []string {
 func Copy(state record.Item, attrs []string) []plan.AttrValue {
 	out := make([]plan.AttrValue, 0, len(attrs)+1)
 	for _, a := range attrs {
-		out = append(out, plan.AttrValue{Name: a, Value: &types.AttributeValueMemberN{Value: plan.NumberOf(state[a]).String()}})
+		out = append(out, plan.AttrValue{Name: a, Value: &types.AttributeValueMemberN{Value: value.NumberOf(state[a]).String()}})
 	}
 	v := strconv.FormatUint(Version(state[rules.StateVersionAttr]), 10)
 	return append(out, plan.AttrValue{Name: rules.CopyVersionAttr, Value: &types.AttributeValueMemberN{Value: v}})
@@ -105,7 +106,7 @@ func Differs(state, seen record.Item, attrs []string) bool {
 	for _, a := range attrs {
 		v, ok := seen[a]
 		if !ok {
-			if !plan.NumberOf(state[a]).IsZero() {
+			if !value.NumberOf(state[a]).IsZero() {
 				return true
 			}
 			continue
@@ -114,8 +115,8 @@ func Differs(state, seen record.Item, attrs []string) bool {
 		if !isN {
 			return true
 		}
-		got, err := plan.ParseNumber(n.Value)
-		if err != nil || !got.Sub(plan.NumberOf(state[a])).IsZero() {
+		got, err := value.ParseNumber(n.Value)
+		if err != nil || !got.Sub(value.NumberOf(state[a])).IsZero() {
 			return true
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/table"
+	"github.com/denorm/denorm/internal/value"
 )
 
 func n(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
@@ -76,11 +77,11 @@ func TestCopy(t *testing.T) {
 		t.Fatalf("Copy %v", got)
 	}
 	for i := range want {
-		if got[i].Name != want[i].Name || !plan.Equal(got[i].Value, want[i].Value) {
+		if got[i].Name != want[i].Name || !value.Equal(got[i].Value, want[i].Value) {
 			t.Errorf("Copy[%d] = %s %v, want %s %v", i, got[i].Name, got[i].Value, want[i].Name, want[i].Value)
 		}
 	}
-	if v := counter.Copy(nil, nil); len(v) != 1 || !plan.Equal(v[0].Value, n("0")) {
+	if v := counter.Copy(nil, nil); len(v) != 1 || !value.Equal(v[0].Value, n("0")) {
 		t.Errorf("copy of no state %v, want version 0", v)
 	}
 }

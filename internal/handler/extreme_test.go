@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/apply"
-	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // extremeRules keep the latest visible comment time and the most likes of a post (the
@@ -71,7 +71,7 @@ func (e *env) checkExtremes() {
 	better := func(k string, max bool, v types.AttributeValue) {
 		c := 0
 		if cur, ok := want[k]; ok {
-			c = plan.CompareValues(v, cur)
+			c = value.Compare(v, cur)
 		} else {
 			c = 1
 			if !max {
@@ -122,7 +122,7 @@ func (e *env) checkExtremes() {
 		}
 		for _, a := range attrs {
 			got, exp := it[a], want[pk+"/"+a]
-			if (got == nil) != (exp == nil) || (got != nil && plan.CompareValues(got, exp) != 0) {
+			if (got == nil) != (exp == nil) || (got != nil && value.Compare(got, exp) != 0) {
 				if bad < 10 {
 					e.t.Errorf("%s %s %s = %s, want %s", pk, sk, a, show(got), show(exp))
 				}

@@ -7,6 +7,7 @@ import (
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/table"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // Time buckets in verify and backfill. The expected totals come from the planner like every
@@ -31,7 +32,7 @@ func withBucketTTL(ub expression.UpdateBuilder, spec table.Spec, r *rules.Compil
 		return ub
 	}
 	name := expression.Name(spec.TTLAttribute)
-	return ub.Set(name, expression.IfNotExists(name, expression.Value(numberAV(plan.Int(exp.Unix())))))
+	return ub.Set(name, expression.IfNotExists(name, expression.Value(numberAV(value.Int(exp.Unix())))))
 }
 
 // keyVars returns the variables of a target's key templates, each with the finest form the

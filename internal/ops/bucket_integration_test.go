@@ -13,8 +13,8 @@ import (
 
 	"github.com/denorm/denorm/internal/keys"
 	"github.com/denorm/denorm/internal/ops/opstest"
-	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // TestBackfillAndVerifyBuckets: a table holding only comments gets, from one backfill, every
@@ -108,9 +108,9 @@ func TestBackfillAndVerifyBuckets(t *testing.T) {
 				t.Errorf("%v: no state item", k)
 			case nOf(st["commentCount"]) != want[k]:
 				t.Errorf("%v: the state item holds commentCount %d, want %d", k, nOf(st["commentCount"]), want[k])
-			case !plan.Equal(st["ttl"], it["ttl"]):
+			case !value.Equal(st["ttl"], it["ttl"]):
 				t.Errorf("%v: the state item's ttl %v, the item's %v", k, st["ttl"], it["ttl"])
-			case !plan.Equal(st[rules.StateVersionAttr], it[rules.CopyVersionAttr]):
+			case !value.Equal(st[rules.StateVersionAttr], it[rules.CopyVersionAttr]):
 				t.Errorf("%v: a copy of version %v, the state item is at %v", k, it[rules.CopyVersionAttr], st[rules.StateVersionAttr])
 			}
 		}

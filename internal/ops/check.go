@@ -10,6 +10,7 @@ import (
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/table"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // Kind says how a target differs from what its rule expects.
@@ -45,7 +46,7 @@ type Drift struct {
 	// Want is the expected mirror item (nil: no mirror should be there).
 	Want record.Item
 	// Total is a counter's true value.
-	Total plan.Number
+	Total value.Number
 }
 
 // Seen is the counter and mirror targets the second pass met, per rule.
@@ -154,7 +155,7 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 						}
 					}
 				}
-				if g := item[t]; (g == nil) != (w == nil) || (g != nil && !plan.Equal(g, w)) {
+				if g := item[t]; (g == nil) != (w == nil) || (g != nil && !value.Equal(g, w)) {
 					attrs = append(attrs, AttrDiff{Name: t, Got: g, Want: w})
 				}
 			}
@@ -164,11 +165,11 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 		case rules.KindTop:
 			seen[i][key] = true
 			attr := r.Agg.Attribute
-			got, ok := plan.DecodeTop(r, item[attr])
-			if want := exp.Tops[i][key]; !ok || !plan.SameTop(got, want) {
+			got, ok := value.DecodeTop(r, item[attr])
+			if want := exp.Tops[i][key]; !ok || !value.SameTop(got, want) {
 				var w types.AttributeValue
 				if len(want) > 0 || item[attr] != nil {
-					w = plan.TopList(want)
+					w = value.TopList(want)
 				}
 				out.Drifts = append(out.Drifts, Drift{Rule: i, Kind: Differs, Key: key, Got: item, Attrs: []AttrDiff{{Name: attr, Got: item[attr], Want: w}}})
 			}
@@ -184,7 +185,7 @@ func sameExtreme(got, want types.AttributeValue) bool {
 	if got == nil || want == nil {
 		return got == nil && want == nil
 	}
-	return fmt.Sprintf("%T", got) == fmt.Sprintf("%T", want) && plan.CompareValues(got, want) == 0
+	return fmt.Sprintf("%T", got) == fmt.Sprintf("%T", want) && value.Compare(got, want) == 0
 }
 
 // MissingTargets is, per rule, how many counter totals belong to targets that do not
@@ -263,7 +264,7 @@ func copyDiff(r *rules.CompiledRule, target record.Item, vals CopyValues, found 
 		return attrs, false
 	}
 	for _, t := range r.Copy.SetOrder {
-		if got, want := target[t], vals[t]; !plan.Equal(got, want) {
+		if got, want := target[t], vals[t]; !value.Equal(got, want) {
 			attrs = append(attrs, AttrDiff{Name: t, Got: got, Want: want})
 		}
 	}
@@ -279,7 +280,7 @@ func mirrorDiff(spec table.Spec, r *rules.CompiledRule, got, want record.Item) [
 		if k == spec.PartitionKey || k == spec.SortKey {
 			continue
 		}
-		if !plan.Equal(got[k], want[k]) {
+		if !value.Equal(got[k], want[k]) {
 			attrs = append(attrs, AttrDiff{Name: k, Got: got[k], Want: want[k]})
 		}
 	}
@@ -293,20 +294,20 @@ func mirrorDiff(spec table.Spec, r *rules.CompiledRule, got, want record.Item) [
 
 // counterDiff compares a counter target's attribute with its true total. An absent
 // attribute is right for a zero total.
-func counterDiff(r *rules.CompiledRule, target record.Item, total plan.Number) (AttrDiff, bool) {
+func counterDiff(r *rules.CompiledRule, target record.Item, total value.Number) (AttrDiff, bool) {
 	attr := r.Agg.Attribute
 	got := target[attr]
 	if got == nil && total.IsZero() {
 		return AttrDiff{}, false
 	}
 	if n, ok := got.(*types.AttributeValueMemberN); ok {
-		if v, err := plan.ParseNumber(n.Value); err == nil && v.Sub(total).IsZero() {
+		if v, err := value.ParseNumber(n.Value); err == nil && v.Sub(total).IsZero() {
 			return AttrDiff{}, false
 		}
 	}
 	return AttrDiff{Name: attr, Got: got, Want: numberAV(total)}, true
 }
 
-func numberAV(n plan.Number) types.AttributeValue {
+func numberAV(n value.Number) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: n.String()}
 }

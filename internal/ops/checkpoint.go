@@ -14,6 +14,7 @@ import (
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // checkpointVersion changes when the file's meaning does.
@@ -253,7 +254,7 @@ func decodeExpected(ev *Evaluator, j *expectJSON) (*Expected, error) {
 			return nil, fmt.Errorf("totals of %q: not a count or sum rule", name)
 		}
 		for _, t := range list {
-			n, err := plan.ParseNumber(t.Total)
+			n, err := value.ParseNumber(t.Total)
 			if err != nil {
 				return nil, fmt.Errorf("total of %q: %w", name, err)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 func S(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
@@ -251,15 +252,15 @@ func TestMergeAddsTotals(t *testing.T) {
 	i := ruleIndex(t, ev, "folder-size")
 	a, b := ev.NewExpected(), ev.NewExpected()
 	k := plan.Key{PK: "FOLDER#f1", SK: "METADATA"}
-	a.Totals[i][k] = plan.Int(5)
-	b.Totals[i][k] = plan.Int(7)
-	b.Totals[i][plan.Key{PK: "FOLDER#f2", SK: "METADATA"}] = plan.Int(1)
+	a.Totals[i][k] = value.Int(5)
+	b.Totals[i][k] = value.Int(7)
+	b.Totals[i][plan.Key{PK: "FOLDER#f2", SK: "METADATA"}] = value.Int(1)
 	a.Merge(b)
 	if got := a.Totals[i][k].String(); got != "12" || len(a.Totals[i]) != 2 {
 		t.Fatalf("merged totals %v", a.Totals[i])
 	}
 	c := ev.NewExpected()
-	c.Totals[i][k] = plan.Int(-12)
+	c.Totals[i][k] = value.Int(-12)
 	a.Merge(c)
 	if _, ok := a.Totals[i][k]; ok {
 		t.Fatalf("a zero total is kept: %v", a.Totals[i])

@@ -8,6 +8,7 @@ import (
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // CopyValues is what a copy rule's targets should hold: target attribute -> value. An
@@ -28,14 +29,14 @@ type Expected struct {
 	// Mirrors: mirror key -> the mirror that should be there.
 	Mirrors []map[plan.Key]MirrorWant
 	// Totals: target key -> the count or sum of its members (zero totals are left out).
-	Totals []map[plan.Key]plan.Number
+	Totals []map[plan.Key]value.Number
 	// Extremes: target key -> the max or min of its sources' values (targets without a
 	// source are left out).
 	Extremes []map[plan.Key]types.AttributeValue
 	// Latest: target key -> the source it copies, for latest rules.
 	Latest []map[plan.Key]LatestWant
 	// Tops: target key -> its list (the n greatest entries), for top rules.
-	Tops  []map[plan.Key][]plan.TopEntry
+	Tops  []map[plan.Key][]value.TopEntry
 	kinds []rules.Kind // per rule, for merging extremes
 	ns    []int        // per rule, for merging top lists
 }
@@ -52,8 +53,8 @@ type LatestWant struct {
 func (ev *Evaluator) NewExpected() *Expected {
 	n := len(ev.rules)
 	e := &Expected{Copies: make([]map[plan.Key]CopyValues, n), Mirrors: make([]map[plan.Key]MirrorWant, n),
-		Totals: make([]map[plan.Key]plan.Number, n), Extremes: make([]map[plan.Key]types.AttributeValue, n), Latest: make([]map[plan.Key]LatestWant, n),
-		Tops: make([]map[plan.Key][]plan.TopEntry, n), kinds: make([]rules.Kind, n), ns: make([]int, n)}
+		Totals: make([]map[plan.Key]value.Number, n), Extremes: make([]map[plan.Key]types.AttributeValue, n), Latest: make([]map[plan.Key]LatestWant, n),
+		Tops: make([]map[plan.Key][]value.TopEntry, n), kinds: make([]rules.Kind, n), ns: make([]int, n)}
 	for i, rs := range ev.rules {
 		e.kinds[i] = rs.r.Kind
 		switch rs.r.Kind {
@@ -62,13 +63,13 @@ func (ev *Evaluator) NewExpected() *Expected {
 		case rules.KindMirror:
 			e.Mirrors[i] = map[plan.Key]MirrorWant{}
 		case rules.KindCount, rules.KindSum:
-			e.Totals[i] = map[plan.Key]plan.Number{}
+			e.Totals[i] = map[plan.Key]value.Number{}
 		case rules.KindMax, rules.KindMin:
 			e.Extremes[i] = map[plan.Key]types.AttributeValue{}
 		case rules.KindLatest:
 			e.Latest[i] = map[plan.Key]LatestWant{}
 		case rules.KindTop:
-			e.Tops[i] = map[plan.Key][]plan.TopEntry{}
+			e.Tops[i] = map[plan.Key][]value.TopEntry{}
 			e.ns[i] = rs.r.Agg.N
 		}
 	}
@@ -138,7 +139,7 @@ func (w *Worker) Observe(item record.Item, which []int, exp *Expected) []Problem
 		case rules.KindTop:
 			for _, x := range rp.Extremes {
 				if x.Raise != nil {
-					exp.Tops[i][x.Target] = plan.TopKeep(exp.Tops[i][x.Target], plan.TopEntryOfRaise(x), r.Agg.N)
+					exp.Tops[i][x.Target] = value.TopKeep(exp.Tops[i][x.Target], plan.TopEntryOfRaise(x), r.Agg.N)
 				}
 			}
 		default:
@@ -150,19 +151,19 @@ func (w *Worker) Observe(item record.Item, which []int, exp *Expected) []Problem
 
 // keepLatest keeps w for k if it comes after what m holds.
 func keepLatest(m map[plan.Key]LatestWant, k plan.Key, w LatestWant) {
-	if cur, ok := m[k]; !ok || plan.LatestBetter(w.By, w.Key, cur.By, cur.Key) {
+	if cur, ok := m[k]; !ok || value.LatestBetter(w.By, w.Key, cur.By, cur.Key) {
 		m[k] = w
 	}
 }
 
 // keepBetter keeps v for k if it beats what m holds under rule kind kind.
 func keepBetter(m map[plan.Key]types.AttributeValue, kind rules.Kind, k plan.Key, v types.AttributeValue) {
-	if plan.Better(kind, v, m[k]) {
+	if value.Better(kind, v, m[k]) {
 		m[k] = v
 	}
 }
 
-func addTotal(m map[plan.Key]plan.Number, k plan.Key, n plan.Number) {
+func addTotal(m map[plan.Key]value.Number, k plan.Key, n value.Number) {
 	sum := m[k].Add(n)
 	if sum.IsZero() {
 		delete(m, k)
@@ -197,7 +198,7 @@ func (e *Expected) Merge(o *Expected) []Problem {
 		}
 		for k, es := range o.Tops[i] {
 			for _, x := range es {
-				e.Tops[i][k] = plan.TopKeep(e.Tops[i][k], x, e.ns[i])
+				e.Tops[i][k] = value.TopKeep(e.Tops[i][k], x, e.ns[i])
 			}
 		}
 	}

@@ -22,8 +22,8 @@ import (
 	"github.com/denorm/denorm/internal/ddbtest"
 	"github.com/denorm/denorm/internal/ops"
 	"github.com/denorm/denorm/internal/ops/opstest"
-	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // fixture is a table built from rules/social.yaml on DynamoDB Local.
@@ -188,18 +188,18 @@ func (fx *fixture) checkStates(want *opstest.Data, counters map[[2]string][]stri
 			if a == "pk" || a == "sk" || a == "ttl" || strings.HasPrefix(a, rules.ReservedPrefix) {
 				continue
 			}
-			if !plan.NumberOf(v).Sub(plan.NumberOf(truth[a])).IsZero() {
+			if !value.NumberOf(v).Sub(value.NumberOf(truth[a])).IsZero() {
 				fail("the state item of %v holds %s = %v, want %v", tk, a, show(opstest.Item{a: v}), show(opstest.Item{a: truth[a]}))
 			}
 		}
-		if target := byKey[tk]; target != nil && !plan.Equal(target[rules.CopyVersionAttr], st[rules.StateVersionAttr]) {
+		if target := byKey[tk]; target != nil && !value.Equal(target[rules.CopyVersionAttr], st[rules.StateVersionAttr]) {
 			fail("%v shows the copy of version %v, its state item is at %v", tk, show(opstest.Item{"v": target[rules.CopyVersionAttr]}), show(opstest.Item{"v": st[rules.StateVersionAttr]}))
 		}
 	}
 	for tk, attrs := range counters {
 		st := byKey[opstest.StateKey(tk[0], tk[1])]
 		for _, a := range attrs {
-			if st[a] == nil && !plan.NumberOf(want.Get(tk[0], tk[1])[a]).IsZero() {
+			if st[a] == nil && !value.NumberOf(want.Get(tk[0], tk[1])[a]).IsZero() {
 				fail("the state item of %v lacks %s (state item: %t)", tk, a, st != nil)
 			}
 		}
@@ -261,7 +261,7 @@ func itemsEqual(a, b opstest.Item) bool {
 		return false
 	}
 	for k, v := range a {
-		if !plan.Equal(v, b[k]) {
+		if !value.Equal(v, b[k]) {
 			return false
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/table"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // A counter repaired from the scan's total races with the stream processor: the total is
@@ -96,14 +97,14 @@ func keyTemplate(e *rules.EntityType, attr string) *rules.KeyTemplate {
 }
 
 // recountTotal reads the sources of rule i's target k and returns their count or sum.
-func (rp *repairer) recountTotal(ctx context.Context, i int, k plan.Key) (plan.Number, error) {
+func (rp *repairer) recountTotal(ctx context.Context, i int, k plan.Key) (value.Number, error) {
 	rs := rp.w.ev.rules[i]
 	r, q := rs.r, rs.query
 	vals, ok := r.Target.PK.Match(k.PK, nil)
 	if ok && r.Target.SK != nil {
 		vals, ok = r.Target.SK.Match(k.SK, vals)
 	}
-	total := plan.Int(0)
+	total := value.Int(0)
 	if !ok {
 		return total, nil // not a target of the rule: nothing adds to it
 	}
@@ -148,7 +149,7 @@ const recountAttempts = 5
 type recountJob struct {
 	d     *Drift
 	snap  record.Item // the target's state item as read in step 1 (nil: none)
-	total plan.Number
+	total value.Number
 	out   Outcome
 	err   error
 	done  bool
@@ -222,14 +223,14 @@ func (r *runner) recount(ctx context.Context, pool chan *repairer, drifts []Drif
 func (rp *repairer) recountWrite(ctx context.Context, j *recountJob) (Outcome, bool, error) {
 	r := rp.w.ev.rules[j.d.Rule].r
 	attr := r.Agg.Attribute
-	if plan.NumberOf(j.snap[attr]).Sub(j.total).IsZero() {
+	if value.NumberOf(j.snap[attr]).Sub(j.total).IsZero() {
 		// The state is right as read; still right if nothing moved it since. Then only the
 		// target's copy can be wrong.
 		now, err := rp.db.getState(ctx, j.d.Key)
 		if err != nil {
 			return Failed, true, err
 		}
-		if !plan.Equal(now[rules.StateVersionAttr], j.snap[rules.StateVersionAttr]) {
+		if !value.Equal(now[rules.StateVersionAttr], j.snap[rules.StateVersionAttr]) {
 			return Conflict, false, nil
 		}
 		target, err := rp.db.get(ctx, j.d.Key)

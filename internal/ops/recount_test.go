@@ -14,8 +14,8 @@ import (
 
 	"github.com/denorm/denorm/internal/ops"
 	"github.com/denorm/denorm/internal/ops/opstest"
-	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // counterRig is a table of the social rules and the stream processor's counter writes,
@@ -83,7 +83,7 @@ func (cr *counterRig) counter(pk, sk, attr string) int {
 		cr.t.Errorf("%s %s has no state item", pk, sk)
 	} else if got, want := number(target[attr]), number(state[attr]); got != want {
 		cr.t.Errorf("%s %s shows %s = %d, its state item holds %d", pk, sk, attr, got, want)
-	} else if !plan.Equal(target[rules.CopyVersionAttr], state[rules.StateVersionAttr]) {
+	} else if !value.Equal(target[rules.CopyVersionAttr], state[rules.StateVersionAttr]) {
 		cr.t.Errorf("%s %s shows the copy of version %v, its state item is at %v", pk, sk, target[rules.CopyVersionAttr], state[rules.StateVersionAttr])
 	}
 	return number(target[attr])

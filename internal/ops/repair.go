@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/apply"
-	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // Outcome is what a repair did.
@@ -211,13 +211,13 @@ func (rp *repairer) counter(ctx context.Context, d *Drift) (Outcome, error) {
 	if err != nil {
 		return Failed, err
 	}
-	if state != nil && plan.NumberOf(state[r.Agg.Attribute]).Sub(d.Total).IsZero() {
+	if state != nil && value.NumberOf(state[r.Agg.Attribute]).Sub(d.Total).IsZero() {
 		// The state is right: the copy was behind (or the application changed it).
 		return Repaired, rp.db.copyState(ctx, r, d.Key, state)
 	}
 	// The copy's version as scanned says which state the scan saw; a target without one
 	// (the application dropped it) is taken at the state as it is now.
-	if seen := d.Got[rules.CopyVersionAttr]; state != nil && seen != nil && !plan.Equal(seen, state[rules.StateVersionAttr]) {
+	if seen := d.Got[rules.CopyVersionAttr]; state != nil && seen != nil && !value.Equal(seen, state[rules.StateVersionAttr]) {
 		return Conflict, nil // the state moved since the target was scanned
 	}
 	var version types.AttributeValue
@@ -259,7 +259,7 @@ func (rp *repairer) extreme(ctx context.Context, d *Drift) (Outcome, error) {
 	}
 	var best types.AttributeValue
 	if src != nil {
-		best = plan.ExtremeValue(r, src)
+		best = value.ExtremeValue(r, src)
 	}
 	got := d.Got[attr]
 	if sameExtreme(got, best) {
@@ -328,7 +328,7 @@ func (rp *repairer) querySources(ctx context.Context, d *Drift, q func(r *rules.
 // top recomputes a top list with one query and writes it on condition that the list's
 // version is still the one scanned.
 func (rp *repairer) top(ctx context.Context, d *Drift) (Outcome, error) {
-	var next []plan.TopEntry
+	var next []value.TopEntry
 	err := rp.querySources(ctx, d, func(r *rules.CompiledRule, pk string, seen func(*dynamodb.QueryOutput, error) error, do func(string, func(context.Context) error) error) (err error) {
 		next, err = apply.RecomputeTop(ctx, rp.db.api, rp.db.table, r, d.Key, pk, seen, do)
 		return err

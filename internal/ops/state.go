@@ -10,6 +10,7 @@ import (
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // A count or sum is repaired in its target's state item (internal/counter), which only
@@ -19,9 +20,9 @@ import (
 // version, on condition that the state's version is still version ("" for a state item
 // that does not exist): every write of the processor raises it, so an unchanged version
 // means no delta landed since it was read. It returns the state the write left.
-func (d *db) setState(ctx context.Context, r *rules.CompiledRule, k plan.Key, total plan.Number, version types.AttributeValue) (record.Item, error) {
+func (d *db) setState(ctx context.Context, r *rules.CompiledRule, k plan.Key, total value.Number, version types.AttributeValue) (record.Item, error) {
 	ub := expression.Set(expression.Name(r.Agg.Attribute), val(numberAV(total))).
-		Add(expression.Name(rules.StateVersionAttr), expression.Value(numberAV(plan.Int(1))))
+		Add(expression.Name(rules.StateVersionAttr), expression.Value(numberAV(value.Int(1))))
 	ub = withBucketTTL(ub, d.spec, r, k) // a bucket's state expires with it
 	cond := expression.AttributeNotExists(expression.Name(d.spec.PartitionKey))
 	if version != nil {
@@ -36,7 +37,7 @@ func (d *db) setState(ctx context.Context, r *rules.CompiledRule, k plan.Key, to
 // newer one landed, or no target) is not an error.
 func (d *db) copyState(ctx context.Context, r *rules.CompiledRule, k plan.Key, state record.Item) error {
 	attrs := counter.Values(d.spec, state, r.Agg.Attribute)
-	create := r.Agg.MissingTarget == rules.MissingCreate && !plan.NumberOf(state[r.Agg.Attribute]).IsZero()
+	create := r.Agg.MissingTarget == rules.MissingCreate && !value.NumberOf(state[r.Agg.Attribute]).IsZero()
 	ub, cond := counter.CopyWrite(d.spec.PartitionKey, counter.Copy(state, attrs), create)
 	if create {
 		ub = withBucketTTL(ub, d.spec, r, k)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // Batch is the coalesced effects of consecutive records of one invocation. Each group knows
@@ -44,7 +45,7 @@ type ExtremeGroup struct {
 	Rec int
 	// For top: Ups are the entries of the sources that are members of the target after the
 	// batch (one per source, its newest), Left the keys of those that no longer are.
-	Ups  []TopEntry
+	Ups  []value.TopEntry
 	Left []string
 }
 
@@ -61,7 +62,7 @@ func newExtremeGroup(x Extreme, rec int) ExtremeGroup {
 // mergeTop adds a top effect: the newest record of each source decides whether it is in.
 func (g *ExtremeGroup) mergeTop(x Extreme) {
 	drop := func(key string) {
-		g.Ups = slices.DeleteFunc(g.Ups, func(e TopEntry) bool { return e.Key == key })
+		g.Ups = slices.DeleteFunc(g.Ups, func(e value.TopEntry) bool { return e.Key == key })
 		g.Left = slices.DeleteFunc(g.Left, func(k string) bool { return k == key })
 	}
 	if x.Recheck != nil {
@@ -85,19 +86,19 @@ func (g *ExtremeGroup) merge(x Extreme) {
 	}
 	if k == rules.KindLatest {
 		// A later record of the same source (same value and key) brings newer attributes.
-		if x.Raise != nil && (LatestBetter(x.Raise, x.Key, g.Raise, g.Key) || (CompareValues(x.Raise, g.Raise) == 0 && x.Key == g.Key)) {
+		if x.Raise != nil && (value.LatestBetter(x.Raise, x.Key, g.Raise, g.Key) || (value.Compare(x.Raise, g.Raise) == 0 && x.Key == g.Key)) {
 			g.Raise, g.Key, g.Set, g.Remove = x.Raise, x.Key, x.Set, x.Remove
 		}
-		if LatestBetter(x.Recheck, x.RecheckKey, g.Recheck, g.RecheckKey) {
+		if value.LatestBetter(x.Recheck, x.RecheckKey, g.Recheck, g.RecheckKey) {
 			g.Recheck, g.RecheckKey = x.Recheck, x.RecheckKey
 		}
 		g.Recompute = g.Recompute || x.Recompute
 		return
 	}
-	if Better(k, x.Raise, g.Raise) {
+	if value.Better(k, x.Raise, g.Raise) {
 		g.Raise = x.Raise
 	}
-	if Better(k, x.Recheck, g.Recheck) {
+	if value.Better(k, x.Recheck, g.Recheck) {
 		g.Recheck = x.Recheck
 	}
 	g.Recompute = g.Recompute || x.Recompute
@@ -138,7 +139,7 @@ type Entry struct {
 	Rec    int
 	Seq    string
 	Rule   *rules.CompiledRule
-	Amount Number
+	Amount value.Number
 }
 
 // TargetDeltas are the watermark-guarded deltas of one target, in record order, from one
@@ -170,11 +171,11 @@ func (t *TargetDeltas) Sum(wm string) (attrs []AttrAmount, minSeq, maxSeq string
 type AttrAmount struct {
 	Attribute string
 	Rule      *rules.CompiledRule // the first rule writing the attribute
-	Amount    Number
+	Amount    value.Number
 	Create    bool // a rule writing the attribute creates a missing target
 }
 
-func addAmount(list []AttrAmount, r *rules.CompiledRule, n Number) []AttrAmount {
+func addAmount(list []AttrAmount, r *rules.CompiledRule, n value.Number) []AttrAmount {
 	create := r.Agg.MissingTarget == rules.MissingCreate
 	for i := range list {
 		if list[i].Attribute == r.Agg.Attribute {

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // Describe writes a human-readable account of a record's plan: what `denorm explain`
@@ -144,7 +145,7 @@ func (k Key) String() string {
 	return k.PK + " / " + k.SK
 }
 
-func signed(n Number) string {
+func signed(n value.Number) string {
 	s := n.String()
 	if !strings.HasPrefix(s, "-") {
 		s = "+" + s
@@ -190,7 +191,7 @@ func show(v types.AttributeValue) string {
 	case *types.AttributeValueMemberNULL:
 		return "null"
 	}
-	return "<" + typeName(v) + ">"
+	return "<" + value.TypeName(v) + ">"
 }
 
 // describeLatest is describeExtreme for latest: the order is (by, source key).

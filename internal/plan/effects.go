@@ -8,6 +8,7 @@ import (
 
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // Key is an item's primary key values (SK empty when the table has no sort key).
@@ -23,7 +24,7 @@ type AttrValue struct {
 type Delta struct {
 	Rule   *rules.CompiledRule
 	Target Key
-	Amount Number
+	Amount value.Number
 }
 
 // Write is a version-guarded write of one target found by key: a copy (Set/Remove), a

@@ -3,13 +3,13 @@ package plan
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/keys"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // Extreme is what one record asks of a max or min rule's target.
@@ -38,29 +38,6 @@ type Extreme struct {
 	RecheckKey string
 }
 
-// sortAttr is the attribute a max or min compares, or the one latest orders by.
-func sortAttr(r *rules.CompiledRule) string {
-	if r.Kind == rules.KindLatest || r.Kind == rules.KindTop {
-		return r.Agg.By
-	}
-	return r.Agg.Value
-}
-
-// LatestKey is the tie-break of latest: the source's primary key, pk and sk joined by a
-// NUL, which sorts before every other character, so the pair compares as (pk, sk).
-func LatestKey(r *rules.CompiledRule, item record.Item) string {
-	k := ""
-	if v, ok := item[r.Source.Keys[0].Attr].(*types.AttributeValueMemberS); ok {
-		k = v.Value
-	}
-	if r.Source.SK != nil {
-		if v, ok := item[r.Source.Keys[1].Attr].(*types.AttributeValueMemberS); ok {
-			k += "\x00" + v.Value
-		}
-	}
-	return k
-}
-
 // LatestValues is what latest rule r copies from source item: the set attributes it has,
 // and the ones it lacks (to remove from the target).
 func LatestValues(r *rules.CompiledRule, item record.Item) ([]AttrValue, []string) {
@@ -76,96 +53,15 @@ func LatestValues(r *rules.CompiledRule, item record.Item) ([]AttrValue, []strin
 	return set, remove
 }
 
-// LatestBetter reports whether (a, ak) comes after (b, bk): by value, then by key. nil
-// values come first.
-func LatestBetter(a types.AttributeValue, ak string, b types.AttributeValue, bk string) bool {
-	if a == nil {
-		return false
-	}
-	if b == nil {
-		return true
-	}
-	if c := CompareValues(a, b); c != 0 {
-		return c > 0
-	}
-	return ak > bk
-}
-
-// ExtremeValue returns the value item contributes to a max or min rule: its value attribute
-// when that is a number or a string, nil otherwise (the item is then left out, like an item
-// that links to no target).
-func ExtremeValue(r *rules.CompiledRule, item record.Item) types.AttributeValue {
-	switch v := item[sortAttr(r)].(type) {
-	case *types.AttributeValueMemberS:
-		return v
-	case *types.AttributeValueMemberN:
-		if _, err := ParseNumber(v.Value); err == nil {
-			return v
-		}
-	}
-	return nil
-}
-
-// CompareValues orders the values of max and min rules: numbers by value, strings byte by
-// byte (as DynamoDB compares them), and every number before every string. Other types and
-// nil come first. It returns -1, 0 or +1.
-func CompareValues(a, b types.AttributeValue) int {
-	ra, rb := rank(a), rank(b)
-	if ra != rb {
-		if ra < rb {
-			return -1
-		}
-		return 1
-	}
-	switch x := a.(type) {
-	case *types.AttributeValueMemberN:
-		na, _ := ParseNumber(x.Value)
-		nb, _ := ParseNumber(b.(*types.AttributeValueMemberN).Value)
-		return na.rat().Cmp(nb.rat())
-	case *types.AttributeValueMemberS:
-		return strings.Compare(x.Value, b.(*types.AttributeValueMemberS).Value)
-	}
-	return 0
-}
-
-// Comparable reports whether v is a value max and min compare: a number or a string.
-func Comparable(v types.AttributeValue) bool { return rank(v) > 0 }
-
-func rank(v types.AttributeValue) int {
-	switch v.(type) {
-	case *types.AttributeValueMemberN:
-		return 1
-	case *types.AttributeValueMemberS:
-		return 2
-	}
-	return 0
-}
-
-// Better reports whether a beats b under rule kind k (greater for max, less for min). A
-// value beats nil; equal values do not beat each other.
-func Better(k rules.Kind, a, b types.AttributeValue) bool {
-	if a == nil {
-		return false
-	}
-	if b == nil {
-		return true
-	}
-	c := CompareValues(a, b)
-	if k == rules.KindMin {
-		return c < 0
-	}
-	return c > 0 // max; latest orders like max (its ties are broken by LatestBetter)
-}
-
 // extreme plans a max or min rule for an item that is (or was) its source.
 func (e *eval) extreme(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	a := r.Agg
 	var oldV, newV types.AttributeValue
 	if wasSrc && where(a, e.c.Old) {
-		oldV = ExtremeValue(r, e.c.Old)
+		oldV = value.ExtremeValue(r, e.c.Old)
 	}
 	if isSrc && where(a, e.c.New) {
-		newV = ExtremeValue(r, e.c.New)
+		newV = value.ExtremeValue(r, e.c.New)
 	}
 	var oldX, newX Extreme
 	var err error
@@ -196,24 +92,24 @@ func (e *eval) extreme(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	same := oldV != nil && newV != nil && oldX.Target == newX.Target
 	latest := r.Kind == rules.KindLatest
 	top := r.Kind == rules.KindTop
-	if same && CompareValues(oldV, newV) == 0 && (!(latest || top) || !e.changed(setSources(r))) {
+	if same && value.Compare(oldV, newV) == 0 && (!(latest || top) || !e.changed(setSources(r))) {
 		return nil
 	}
 	if newV != nil {
 		newX.Raise = newV
 		switch {
 		case latest:
-			newX.Key = LatestKey(r, e.c.New)
+			newX.Key = value.LatestKey(r, e.c.New)
 			newX.Set, newX.Remove = LatestValues(r, e.c.New)
 		case top:
 			// A listed source that fell is found against the stored list (TopNext).
-			newX.Key = LatestKey(r, e.c.New)
+			newX.Key = value.LatestKey(r, e.c.New)
 			newX.Set = TopValues(r, e.c.New)
 		}
-		if !top && same && CompareValues(newV, oldV) != 0 && !Better(r.Kind, newV, oldV) {
+		if !top && same && value.Compare(newV, oldV) != 0 && !value.Better(r.Kind, newV, oldV) {
 			newX.Recheck = oldV // lowered (max) or raised (min): it may have been the extreme
 			if latest {
-				newX.RecheckKey = LatestKey(r, e.c.Old)
+				newX.RecheckKey = value.LatestKey(r, e.c.Old)
 			}
 		}
 		e.rp.Extremes = append(e.rp.Extremes, newX)
@@ -221,7 +117,7 @@ func (e *eval) extreme(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	if oldV != nil && !same {
 		oldX.Recheck = oldV
 		if latest || top {
-			oldX.RecheckKey = LatestKey(r, e.c.Old)
+			oldX.RecheckKey = value.LatestKey(r, e.c.Old)
 		}
 		e.rp.Extremes = append(e.rp.Extremes, oldX)
 	}
@@ -301,7 +197,7 @@ func rewritten(r *rules.CompiledRule, old, new record.Item) bool {
 	}
 	changed := false
 	for _, a := range kept {
-		changed = changed || !Equal(old[a], new[a])
+		changed = changed || !value.Equal(old[a], new[a])
 	}
 	if !changed {
 		return false
@@ -314,9 +210,9 @@ func rewritten(r *rules.CompiledRule, old, new record.Item) bool {
 	if ov == nil {
 		return false
 	}
-	a, errA := ParseNumber(ov.Value)
-	b, errB := ParseNumber(nv.Value)
-	return errA != nil || errB != nil || b.Sub(a).rat().Sign() <= 0
+	a, errA := value.ParseNumber(ov.Value)
+	b, errB := value.ParseNumber(nv.Value)
+	return errA != nil || errB != nil || b.Sub(a).Sign() <= 0
 }
 
 // heldAttr is the target attribute whose loss makes a max, min or latest recompute.
@@ -335,7 +231,7 @@ func ExtremeSource(r *rules.CompiledRule, item record.Item) (Key, types.Attribut
 	if !ok || !where(r.Agg, item) {
 		return Key{}, nil, false
 	}
-	v := ExtremeValue(r, item)
+	v := value.ExtremeValue(r, item)
 	if v == nil {
 		return Key{}, nil, false
 	}
@@ -359,7 +255,7 @@ func ExtremeProjection(r *rules.CompiledRule) []string {
 		add(k.Attr)
 	}
 	add(r.Source.TypeAttr)
-	add(sortAttr(r))
+	add(value.SortAttr(r))
 	for _, t := range r.Agg.SetOrder {
 		add(r.Agg.Set[t])
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -11,6 +12,7 @@ import (
 	"github.com/denorm/denorm/internal/keys"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // ErrUnknownKind is returned (wrapped) for a rule of a kind the planner does not handle: a
@@ -175,7 +177,7 @@ func (e *eval) source(r *rules.CompiledRule) error {
 // changed reports whether any of attrs differs between the old and new images.
 func (e *eval) changed(attrs []string) bool {
 	for _, a := range attrs {
-		if !Equal(e.c.Old[a], e.c.New[a]) {
+		if !value.Equal(e.c.Old[a], e.c.New[a]) {
 			return true
 		}
 	}
@@ -295,7 +297,7 @@ func (e *eval) aggregate(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	inOld := wasSrc && where(a, e.c.Old)
 	inNew := isSrc && where(a, e.c.New)
 	var oldT, newT Key
-	var oldV, newV Number
+	var oldV, newV value.Number
 	var err error
 	if inOld {
 		if oldT, err = e.render(true, r.Target); err != nil {
@@ -305,7 +307,7 @@ func (e *eval) aggregate(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 			inOld = false // it was counted nowhere
 		} else if e.expired(r, oldT) {
 			inOld = false // its bucket is gone
-		} else if oldV, err = value(r, e.c.Old); err != nil {
+		} else if oldV, err = contribution(r, e.c.Old); err != nil {
 			return err
 		}
 	}
@@ -317,7 +319,7 @@ func (e *eval) aggregate(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 			inNew = false // it counts nowhere now
 		} else if e.expired(r, newT) {
 			inNew = false // into a bucket that is over
-		} else if newV, err = value(r, e.c.New); err != nil {
+		} else if newV, err = contribution(r, e.c.New); err != nil {
 			return err
 		}
 	}
@@ -365,23 +367,23 @@ func aggregates(rs []*rules.CompiledRule) int {
 	return n
 }
 
-// value is what one member contributes: 1 for a count, the value attribute for a sum (an
+// contribution is what one member contributes: 1 for a count, the value attribute for a sum (an
 // absent value contributes 0; a value that is not a number is an error).
-func value(r *rules.CompiledRule, item record.Item) (Number, error) {
+func contribution(r *rules.CompiledRule, item record.Item) (value.Number, error) {
 	switch r.Kind {
 	case rules.KindCount:
-		return Int(1), nil
+		return value.Int(1), nil
 	case rules.KindSum:
 	default:
-		return Number{}, fmt.Errorf("%w: %q has no value", ErrUnknownKind, r.Kind)
+		return value.Number{}, fmt.Errorf("%w: %q has no value", ErrUnknownKind, r.Kind)
 	}
 	switch v := item[r.Agg.Value].(type) {
 	case nil:
-		return Int(0), nil
+		return value.Int(0), nil
 	case *types.AttributeValueMemberN:
-		return ParseNumber(v.Value)
+		return value.ParseNumber(v.Value)
 	default:
-		return Number{}, fmt.Errorf("sum value %s is a %s, not a number", r.Agg.Value, typeName(v))
+		return value.Number{}, fmt.Errorf("sum value %s is a %s, not a number", r.Agg.Value, value.TypeName(v))
 	}
 }
 
@@ -404,7 +406,7 @@ func (e *eval) pull(r *rules.CompiledRule) error {
 		// Denorm's own push advances the version; an application's PutItem that rewrites the
 		// item drops it, which is a change too but not ours.
 		_, hasVersion := c.New[r.VersionAttr]
-		ownWrite := hasVersion && !Equal(c.Old[r.VersionAttr], c.New[r.VersionAttr])
+		ownWrite := hasVersion && !value.Equal(c.Old[r.VersionAttr], c.New[r.VersionAttr])
 		overwritten := !ownWrite && e.changed(r.Copy.SetOrder)
 		if linked && !overwritten {
 			return nil
@@ -547,4 +549,29 @@ func (e *eval) key(b rules.Binding, _ *rules.EntityType) Key {
 		k.SK = v.Value
 	}
 	return k
+}
+
+// scalarEquals compares an attribute with a where-condition value as written in YAML.
+func scalarEquals(av types.AttributeValue, want any) bool {
+	switch w := want.(type) {
+	case string:
+		s, ok := av.(*types.AttributeValueMemberS)
+		return ok && s.Value == w
+	case bool:
+		b, ok := av.(*types.AttributeValueMemberBOOL)
+		return ok && b.Value == w
+	case int:
+		n, ok := av.(*types.AttributeValueMemberN)
+		return ok && value.SameNumber(n.Value, strconv.Itoa(w))
+	case int64:
+		n, ok := av.(*types.AttributeValueMemberN)
+		return ok && value.SameNumber(n.Value, strconv.FormatInt(w, 10))
+	case float64:
+		n, ok := av.(*types.AttributeValueMemberN)
+		return ok && value.SameNumber(n.Value, strconv.FormatFloat(w, 'f', -1, 64))
+	case nil:
+		_, ok := av.(*types.AttributeValueMemberNULL)
+		return ok
+	}
+	return false
 }

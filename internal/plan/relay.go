@@ -9,6 +9,7 @@ import (
 
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // A count or sum whose target is in another partition than its source (a user's post
@@ -32,13 +33,13 @@ func (g *RelayGroup) Rec() int { return g.Entries[0].Rec }
 
 // After returns the group's deltas of records after seq ("" for all), coalesced per rule
 // name, with the first and last sequence numbers taken.
-func (g *RelayGroup) After(seq string) (amounts map[string]Number, minSeq, maxSeq string) {
+func (g *RelayGroup) After(seq string) (amounts map[string]value.Number, minSeq, maxSeq string) {
 	for _, e := range g.Entries {
 		if seq != "" && record.CompareSeq(e.Seq, seq) <= 0 {
 			continue
 		}
 		if amounts == nil {
-			amounts = map[string]Number{}
+			amounts = map[string]value.Number{}
 			minSeq = e.Seq
 		}
 		maxSeq = e.Seq
@@ -79,7 +80,7 @@ func (p *Planner) relayed(c *record.Change, rp RecordPlan) RecordPlan {
 	target := Key{PK: strings.TrimPrefix(rp.PK, rules.RelayPrefix), SK: tsk.Value}
 	for name, v := range ds.Value {
 		r := p.set.Rule(name)
-		amt := NumberOf(v)
+		amt := value.NumberOf(v)
 		if r == nil || !r.Relay || amt.IsZero() {
 			continue // a rule removed since the write: its delta goes with it
 		}

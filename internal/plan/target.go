@@ -7,6 +7,7 @@ import (
 
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // target plans what a record of a count or sum target asks for, on top of its rules as a
@@ -63,11 +64,11 @@ func aggregatesInto(s *rules.Set, ent *rules.EntityType) []*rules.CompiledRule {
 // copyChanged reports whether a write changed the target's copy: an aggregate attribute or
 // the copy version.
 func copyChanged(aggs []*rules.CompiledRule, old, new record.Item) bool {
-	if !Equal(old[rules.CopyVersionAttr], new[rules.CopyVersionAttr]) {
+	if !value.Equal(old[rules.CopyVersionAttr], new[rules.CopyVersionAttr]) {
 		return true
 	}
 	for _, r := range aggs {
-		if !Equal(old[r.Agg.Attribute], new[r.Agg.Attribute]) {
+		if !value.Equal(old[r.Agg.Attribute], new[r.Agg.Attribute]) {
 			return true
 		}
 	}
@@ -94,7 +95,7 @@ func ownCopy(s *rules.Set, aggs []*rules.CompiledRule, old, new record.Item) boo
 		return false
 	}
 	for name, v := range new {
-		if !owned(name) && !Equal(v, old[name]) {
+		if !owned(name) && !value.Equal(v, old[name]) {
 			return false
 		}
 	}
@@ -118,14 +119,4 @@ func seqBelow(a, b types.AttributeValue) int {
 		return 1
 	}
 	return record.CompareSeq(bn.Value, an.Value)
-}
-
-// NumberOf is an aggregate attribute's value: 0 when absent or not a number.
-func NumberOf(v types.AttributeValue) Number {
-	if n, ok := v.(*types.AttributeValueMemberN); ok {
-		if x, err := ParseNumber(n.Value); err == nil {
-			return x
-		}
-	}
-	return Int(0)
 }

@@ -1,10 +1,12 @@
-package plan
+package value
 
 import (
 	"fmt"
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Number is an exact decimal delta. Counts and integral sums stay in an int64 (no
@@ -60,6 +62,23 @@ func (n Number) Neg() Number {
 // Sub returns n-m.
 func (n Number) Sub(m Number) Number { return n.Add(m.Neg()) }
 
+// Sign is -1, 0 or +1 as n is negative, zero or positive.
+func (n Number) Sign() int {
+	if n.r != nil {
+		return n.r.Sign()
+	}
+	switch {
+	case n.i < 0:
+		return -1
+	case n.i > 0:
+		return 1
+	}
+	return 0
+}
+
+// Cmp is -1, 0 or +1 as n is less than, equal to or greater than m.
+func (n Number) Cmp(m Number) int { return n.rat().Cmp(m.rat()) }
+
 // IsZero reports whether n is 0.
 func (n Number) IsZero() bool {
 	if n.r != nil {
@@ -88,4 +107,14 @@ func (n Number) String() string {
 	s := n.r.FloatString(38)
 	s = strings.TrimRight(s, "0")
 	return strings.TrimSuffix(s, ".")
+}
+
+// NumberOf is an aggregate attribute's value: 0 when absent or not a number.
+func NumberOf(v types.AttributeValue) Number {
+	if n, ok := v.(*types.AttributeValueMemberN); ok {
+		if x, err := ParseNumber(n.Value); err == nil {
+			return x
+		}
+	}
+	return Int(0)
 }

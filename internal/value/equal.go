@@ -1,9 +1,14 @@
-package plan
+// Package value holds the values Denorm compares, adds and stores: DynamoDB attribute
+// values compared as DynamoDB compares them (Equal, Compare), exact decimal numbers for
+// counts and sums (Number), the value a source gives a max, min or latest rule
+// (ExtremeValue, LatestKey), and top lists as stored on a target (TopEntry, DecodeTop,
+// TopNext). It is pure: no I/O. The planner, the processor and the operations engine share
+// it.
+package value
 
 import (
 	"bytes"
 	"fmt"
-	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -19,7 +24,7 @@ func Equal(a, b types.AttributeValue) bool {
 		return ok && x.Value == y.Value
 	case *types.AttributeValueMemberN:
 		y, ok := b.(*types.AttributeValueMemberN)
-		return ok && numEqual(x.Value, y.Value)
+		return ok && SameNumber(x.Value, y.Value)
 	case *types.AttributeValueMemberBOOL:
 		y, ok := b.(*types.AttributeValueMemberBOOL)
 		return ok && x.Value == y.Value
@@ -56,7 +61,7 @@ func Equal(a, b types.AttributeValue) bool {
 		return ok && sameSet(x.Value, y.Value, func(p, q string) bool { return p == q })
 	case *types.AttributeValueMemberNS:
 		y, ok := b.(*types.AttributeValueMemberNS)
-		return ok && sameSet(x.Value, y.Value, numEqual)
+		return ok && sameSet(x.Value, y.Value, SameNumber)
 	case *types.AttributeValueMemberBS:
 		y, ok := b.(*types.AttributeValueMemberBS)
 		if !ok || len(x.Value) != len(y.Value) {
@@ -98,7 +103,8 @@ func sameSet(x, y []string, eq func(a, b string) bool) bool {
 	return true
 }
 
-func numEqual(a, b string) bool {
+// SameNumber reports whether two DynamoDB numbers are the same value ("1.0" and "1").
+func SameNumber(a, b string) bool {
 	if a == b {
 		return true
 	}
@@ -107,32 +113,8 @@ func numEqual(a, b string) bool {
 	return err1 == nil && err2 == nil && x.Sub(y).IsZero()
 }
 
-// scalarEquals compares an attribute with a where-condition value as written in YAML.
-func scalarEquals(av types.AttributeValue, want any) bool {
-	switch w := want.(type) {
-	case string:
-		s, ok := av.(*types.AttributeValueMemberS)
-		return ok && s.Value == w
-	case bool:
-		b, ok := av.(*types.AttributeValueMemberBOOL)
-		return ok && b.Value == w
-	case int:
-		n, ok := av.(*types.AttributeValueMemberN)
-		return ok && numEqual(n.Value, strconv.Itoa(w))
-	case int64:
-		n, ok := av.(*types.AttributeValueMemberN)
-		return ok && numEqual(n.Value, strconv.FormatInt(w, 10))
-	case float64:
-		n, ok := av.(*types.AttributeValueMemberN)
-		return ok && numEqual(n.Value, strconv.FormatFloat(w, 'f', -1, 64))
-	case nil:
-		_, ok := av.(*types.AttributeValueMemberNULL)
-		return ok
-	}
-	return false
-}
-
-func typeName(v types.AttributeValue) string {
+// TypeName is how messages name v's DynamoDB type ("string", "number set").
+func TypeName(v types.AttributeValue) string {
 	switch v.(type) {
 	case *types.AttributeValueMemberS:
 		return "string"
