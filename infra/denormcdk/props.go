@@ -8,13 +8,14 @@ package denormcdk
 import (
 	"errors"
 	"fmt"
-	"github.com/denorm/denorm/internal/deployed"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+
+	"github.com/denorm/denorm/internal/deployed"
 )
 
 // Defaults for Props fields left at their zero value. The reasons are in README.md
