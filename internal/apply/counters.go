@@ -15,6 +15,7 @@ import (
 	"github.com/denorm/denorm/internal/counter"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
 )
 
@@ -51,7 +52,7 @@ func (r *run) watermarked(t *plan.TargetDeltas) (int, error) {
 			}
 			return rec, r.copyState(t.Target, state, attrs)
 		}
-		cf, ok := isCondFailed(err)
+		cf, ok := retry.CondFailed(err)
 		if !ok {
 			return rec, err
 		}
@@ -129,7 +130,7 @@ func (r *run) writeCopy(target plan.Key, ub expression.UpdateBuilder, cond expre
 		r.written(GuardCopy, out, err)
 		return err
 	})
-	if cf, ok := isCondFailed(err); ok {
+	if cf, ok := retry.CondFailed(err); ok {
 		if len(cf.Item) == 0 {
 			r.count(func(s *Stats) { s.MissingTarget++ })
 		} else {
@@ -261,12 +262,12 @@ func (r *run) transact(events []plan.EventDeltas) error {
 		}
 		err = r.transactWrite("applying counter transaction", GuardMarker, items)
 		var cancel *types.TransactionCanceledException
-		if err == nil || !errors.As(err, &cancel) || retryable(err) {
+		if err == nil || !errors.As(err, &cancel) || retry.Transient(err) {
 			return err
 		}
 		dup := map[int]bool{}
 		for i, reason := range cancel.CancellationReasons {
-			if code(reason.Code) == "ConditionalCheckFailed" && i < markers {
+			if aws.ToString(reason.Code) == "ConditionalCheckFailed" && i < markers {
 				dup[i] = true // this event was applied before
 			}
 		}
@@ -401,7 +402,7 @@ func (r *run) transactWrite(what string, g Guard, items []types.TransactWriteIte
 			r.consumed(true)
 		}
 		var cancel *types.TransactionCanceledException
-		if errors.As(err, &cancel) && !retryable(err) {
+		if errors.As(err, &cancel) && !retry.Transient(err) {
 			r.count(func(s *Stats) { s.Refused[g]++ })
 		}
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/denorm/denorm/internal/exprval"
 	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/value"
 )
@@ -70,7 +71,7 @@ func (r *run) extreme(g *plan.ExtremeGroup) error {
 			return nil
 		}
 		err = r.writeExtreme(g, stored, best)
-		if _, refused := isCondFailed(err); refused {
+		if _, refused := retry.CondFailed(err); refused {
 			continue // changed since the read: read and recompute again
 		}
 		return err
@@ -109,7 +110,7 @@ func (r *run) raise(g *plan.ExtremeGroup) error {
 		return fmt.Errorf("building %s raise: %w", g.Rule.Kind, err)
 	}
 	err = r.updateItem("raising "+attr+" of "+g.Target.PK+" "+g.Target.SK, x.key(g.Target), e, GuardExtreme)
-	if _, refused := isCondFailed(err); refused {
+	if _, refused := retry.CondFailed(err); refused {
 		return nil // the stored value is as good, or the target does not exist: both normal
 	}
 	if err == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/denorm/denorm/internal/exprval"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
 )
 
@@ -201,7 +202,7 @@ func (r *run) startJob(f *plan.FanOut, cursor map[string]types.AttributeValue) e
 		r.written(GuardJob, out, err)
 		return err
 	})
-	if _, ok := isCondFailed(err); ok {
+	if _, ok := retry.CondFailed(err); ok {
 		return nil // a job for this version or a newer one exists
 	}
 	if err == nil {
@@ -247,7 +248,7 @@ func (r *run) continueJob(item map[string]types.AttributeValue) error {
 			r.written(GuardJob, out, err)
 			return err
 		})
-		if _, ok := isCondFailed(err); ok {
+		if _, ok := retry.CondFailed(err); ok {
 			return nil
 		}
 		if err == nil {
@@ -263,7 +264,7 @@ func (r *run) continueJob(item map[string]types.AttributeValue) error {
 		return err
 	}
 	err = r.updateItem("saving fan-out cursor", key, e, GuardJob)
-	if _, ok := isCondFailed(err); ok {
+	if _, ok := retry.CondFailed(err); ok {
 		return nil
 	}
 	return err

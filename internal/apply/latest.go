@@ -10,6 +10,7 @@ import (
 	"github.com/denorm/denorm/internal/exprval"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/value"
 )
@@ -54,7 +55,7 @@ func (r *run) latest(g *plan.ExtremeGroup) error {
 			return nil
 		}
 		err = r.writeLatest(g, stored, best)
-		if _, refused := isCondFailed(err); refused {
+		if _, refused := retry.CondFailed(err); refused {
 			continue
 		}
 		return err
@@ -100,7 +101,7 @@ func (r *run) raiseLatest(g *plan.ExtremeGroup) error {
 		return fmt.Errorf("building latest raise: %w", err)
 	}
 	err = r.updateItem("raising "+rule.Name+" of "+g.Target.PK+" "+g.Target.SK, x.key(g.Target), e, GuardExtreme)
-	if _, refused := isCondFailed(err); refused {
+	if _, refused := retry.CondFailed(err); refused {
 		return nil
 	}
 	if err == nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/value"
 )
 
@@ -106,7 +107,7 @@ func (r *run) pull(p *plan.Pull) error {
 		}
 		err = r.update(p.Target, p.Rule.VersionAttr, "", set, remove, seen, append(guards, link...))
 	}
-	if _, ok := isCondFailed(err); ok {
+	if _, ok := retry.CondFailed(err); ok {
 		r.count(func(s *Stats) { s.Stale++; s.PullsRefused++ })
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/value"
 )
@@ -55,7 +56,7 @@ func (r *run) register(f *plan.FanOut) error {
 		r.written(GuardRegistry, out, err)
 		return err
 	})
-	if _, ok := isCondFailed(err); ok {
+	if _, ok := retry.CondFailed(err); ok {
 		return nil // a newer version registered already (a replay)
 	}
 	return err

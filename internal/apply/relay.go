@@ -12,6 +12,7 @@ import (
 
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
 )
 
@@ -67,7 +68,7 @@ func (r *run) relay(g *plan.RelayGroup) (int, error) {
 				ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 			})
 			r.written(GuardRelay, out, err)
-			if cf, ok := isCondFailed(err); ok {
+			if cf, ok := retry.CondFailed(err); ok {
 				old = cf.Item
 			}
 			return err
@@ -76,7 +77,7 @@ func (r *run) relay(g *plan.RelayGroup) (int, error) {
 			r.count(func(s *Stats) { s.Relayed++ })
 			return -1, nil
 		}
-		if _, ok := isCondFailed(err); !ok {
+		if _, ok := retry.CondFailed(err); !ok {
 			return g.Rec(), err
 		}
 		held = record.SeqOf(old[rules.RelaySeqAttr])

@@ -10,6 +10,7 @@ import (
 	"github.com/denorm/denorm/internal/exprval"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/value"
 )
@@ -50,7 +51,7 @@ func (r *run) top(g *plan.ExtremeGroup) error {
 			return err
 		}
 		err = r.updateItem("writing "+rule.Name+" of "+g.Target.PK+" "+g.Target.SK, r.x.key(g.Target), e, GuardExtreme)
-		if _, refused := isCondFailed(err); refused {
+		if _, refused := retry.CondFailed(err); refused {
 			continue // written since the read: read and apply again
 		}
 		if err == nil {

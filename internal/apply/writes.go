@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/retry"
 )
 
 // write applies one version-guarded copy or mirror write. A failed guard means a newer
@@ -29,7 +30,7 @@ func (r *run) write(w *plan.Write) error {
 		}
 		err = r.update(w.Target, ver, w.Version, w.Set, w.Remove, "", guards)
 	}
-	if _, ok := isCondFailed(err); ok {
+	if _, ok := retry.CondFailed(err); ok {
 		r.count(func(s *Stats) { s.Stale++ })
 		return nil
 	}
@@ -164,7 +165,7 @@ func (r *run) written(g Guard, out any, err error) {
 			return
 		}
 	}
-	if _, ok := isCondFailed(err); ok {
+	if _, ok := retry.CondFailed(err); ok {
 		one := 1.0
 		r.consumed(true, &types.ConsumedCapacity{CapacityUnits: &one})
 		r.count(func(s *Stats) { s.Refused[g]++ })

@@ -9,8 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/denorm/denorm/internal/apply"
+	"github.com/denorm/denorm/internal/retry"
 )
 
 // API is the part of the DynamoDB client both handlers use (apply.API's method set).
@@ -128,7 +127,7 @@ func (m *meteredAPI) write(cc *types.ConsumedCapacity, err error, key map[string
 		m.u.CondFailed++
 		m.u.WCU++
 		m.u.ReportedWCU++
-	case apply.IsConflict(err):
+	case retry.Conflict(err):
 		m.u.Conflicts++
 	default:
 		m.u.Errors++
@@ -209,7 +208,7 @@ func (m *meteredAPI) TransactWriteItems(ctx context.Context, in *dynamodb.Transa
 	m.u.ItemWrites += len(in.TransactItems)
 	if err != nil {
 		var tc *types.TransactionCanceledException
-		if apply.IsConflict(err) {
+		if retry.Conflict(err) {
 			m.u.Conflicts++
 		} else if errors.As(err, &tc) {
 			m.u.CondFailed++

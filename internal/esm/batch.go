@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/denorm/denorm/internal/retry"
 )
 
 // pending is a record read from the stream that passed the filter, ready for delivery.
@@ -69,7 +71,7 @@ func (w *worker) deliver(ctx context.Context, recs []pending) error {
 		if r := m.cfg.maxRetries(); r >= 0 && invokes > r {
 			return w.discard(recs, RetryAttemptsExhausted, invokes, last)
 		}
-		if err := sleep(ctx, backoff(m.cfg.RetryBackoff, invokes)); err != nil {
+		if err := retry.Sleep(ctx, retry.Backoff{Base: m.cfg.RetryBackoff, Max: maxBackoff}.Delay(invokes)); err != nil {
 			return err
 		}
 	}
@@ -96,25 +98,4 @@ func (m *Mapping) expired(recs []pending) int {
 		n++
 	}
 	return n
-}
-
-// backoff returns the pause before retry number attempt (1-based): base doubled per retry.
-func backoff(base time.Duration, attempt int) time.Duration {
-	d := base
-	for i := 1; i < attempt && d < maxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, maxBackoff)
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

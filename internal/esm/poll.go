@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/retry"
 )
 
 // worker reads one shard and delivers its batches: one at a time, or with
@@ -133,7 +134,7 @@ func (w *worker) read(ctx context.Context) (gathered, error) {
 				} else {
 					pause = min(pause, window-time.Since(g.first))
 				}
-				if err := sleep(ctx, pause); err != nil {
+				if err := retry.Sleep(ctx, pause); err != nil {
 					return g, err
 				}
 			}
@@ -259,7 +260,7 @@ func (w *worker) readFailed(ctx context.Context, err error) error {
 		w.iter = nil
 	}
 	w.m.log.Warn("esm: reading shard", "shard", w.id, "error", err)
-	return sleep(ctx, w.m.cfg.PollInterval)
+	return retry.Sleep(ctx, w.m.cfg.PollInterval)
 }
 
 // trimmed restarts at the oldest record left. With a position (the checkpoint, or the last
@@ -305,7 +306,7 @@ func (w *worker) refresh(ctx context.Context) error {
 			return errShardGone
 		}
 		m.log.Warn("esm: getting shard iterator", "shard", w.id, "error", err)
-		if err := sleep(ctx, m.cfg.PollInterval); err != nil {
+		if err := retry.Sleep(ctx, m.cfg.PollInterval); err != nil {
 			return err
 		}
 	}

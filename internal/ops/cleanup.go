@@ -18,6 +18,7 @@ import (
 	"github.com/denorm/denorm/internal/apply"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/rulesdiff"
 )
@@ -195,7 +196,7 @@ func (c *cleaner) segment(ctx context.Context, s int) error {
 	sem := make(chan struct{}, c.cfg.Concurrency)
 	for {
 		var out *dynamodb.ScanOutput
-		err := retry(ctx, "scanning segment", func(ctx context.Context) error {
+		err := withRetry(ctx, "scanning segment", func(ctx context.Context) error {
 			var err error
 			out, err = c.cfg.API.Scan(ctx, in)
 			return err
@@ -270,7 +271,7 @@ func (c *cleaner) item(ctx context.Context, it record.Item) {
 			c.outcome(remove, Repaired, key, names)
 			return
 		}
-		if !isCondFailed(err) {
+		if !retry.Refused(err) {
 			c.outcome(remove, Failed, key, nil)
 			return
 		}
@@ -398,7 +399,7 @@ func (c *cleaner) deleteReserved(ctx context.Context, rule string, k plan.Key) {
 	switch {
 	case err == nil:
 		st.Deleted++
-	case isCondFailed(err):
+	case retry.Refused(err):
 		// Gone already.
 	default:
 		st.Failed++

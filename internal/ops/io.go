@@ -2,9 +2,7 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -12,10 +10,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/table"
 )
 
@@ -69,7 +67,7 @@ func (d *db) consumed(write bool, cc *types.ConsumedCapacity) float64 {
 // get reads an item with a consistent read; nil when it does not exist.
 func (d *db) get(ctx context.Context, k plan.Key) (record.Item, error) {
 	var item record.Item
-	err := retry(ctx, "reading "+k.PK+" "+k.SK, func(ctx context.Context) error {
+	err := withRetry(ctx, "reading "+k.PK+" "+k.SK, func(ctx context.Context) error {
 		out, err := d.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.table), Key: d.key(k),
 			ConsistentRead: aws.Bool(true), ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
 		if err != nil {
@@ -106,7 +104,7 @@ func (d *db) query(ctx context.Context, index, pkAttr, pk, skAttr, skPrefix stri
 	var items []record.Item
 	for {
 		var out *dynamodb.QueryOutput
-		err := retry(ctx, "querying "+pk, func(ctx context.Context) error {
+		err := withRetry(ctx, "querying "+pk, func(ctx context.Context) error {
 			var err error
 			out, err = d.api.Query(ctx, in)
 			return err
@@ -172,12 +170,12 @@ func (d *db) remove(ctx context.Context, k plan.Key, cond expression.ConditionBu
 // write takes a unit from the limiter, runs op and settles what it consumed. A failed
 // condition is charged one unit, as DynamoDB charges it.
 func (d *db) write(ctx context.Context, what string, op func(context.Context) (*types.ConsumedCapacity, error)) error {
-	return retry(ctx, what, func(ctx context.Context) error {
+	return withRetry(ctx, what, func(ctx context.Context) error {
 		if err := d.lim.Wait(ctx, 1); err != nil {
 			return err
 		}
 		cc, err := op(ctx)
-		if err != nil && isCondFailed(err) {
+		if err != nil && retry.Refused(err) {
 			one := 1.0
 			cc = &types.ConsumedCapacity{CapacityUnits: &one}
 		}
@@ -188,43 +186,21 @@ func (d *db) write(ctx context.Context, what string, op func(context.Context) (*
 	})
 }
 
-// isCondFailed reports whether err is a failed condition of a single-item write.
-func isCondFailed(err error) bool {
-	var cf *types.ConditionalCheckFailedException
-	return errors.As(err, &cf)
-}
-
-// retryable reports whether err is throttling or a transient service error.
-func retryable(err error) bool {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		switch api.ErrorCode() {
-		case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
-			"InternalServerError", "ServiceUnavailable", "TransactionConflictException":
-			return true
-		}
-	}
-	return false
-}
-
-// retry runs op, retrying throttling and transient errors with full-jitter exponential
+// withRetry runs op, retrying throttling and transient errors with full-jitter exponential
 // backoff (50 ms doubling to 5 s, 12 attempts) on top of the SDK's own retries: a long
 // backfill must ride out throttling, not stop at it.
-func retry(ctx context.Context, what string, op func(context.Context) error) error {
-	backoff := 50 * time.Millisecond
+func withRetry(ctx context.Context, what string, op func(context.Context) error) error {
+	backoff := retry.Backoff{Base: 50 * time.Millisecond, Max: 5 * time.Second}
 	for attempt := 1; ; attempt++ {
 		err := op(ctx)
 		if err == nil {
 			return nil
 		}
-		if !retryable(err) || attempt == 12 {
+		if !retry.Transient(err) || attempt == 12 {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		if err := sleepCtx(ctx, time.Duration(rand.Int64N(int64(backoff)+1))); err != nil {
+		if err := retry.Sleep(ctx, backoff.Jittered(attempt)); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
-		}
-		if backoff < 5*time.Second {
-			backoff *= 2
 		}
 	}
 }

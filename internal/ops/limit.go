@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/denorm/denorm/internal/retry"
 )
 
 // limiter is a token bucket of write capacity units. A write takes one unit before it
@@ -27,18 +29,7 @@ func newLimiter(rate float64) *limiter {
 	if burst < 1 {
 		burst = 1
 	}
-	return &limiter{rate: rate, burst: burst, tokens: burst, now: time.Now, sleep: sleepCtx}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return &limiter{rate: rate, burst: burst, tokens: burst, now: time.Now, sleep: retry.Sleep}
 }
 
 // refill adds the units earned since the last call. Callers hold mu.

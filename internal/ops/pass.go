@@ -90,7 +90,7 @@ func (r *runner) segment(ctx context.Context, ri, p, s int, seg *segState, which
 			in.Limit = aws.Int32(r.cfg.PageSize)
 		}
 		var out *dynamodb.ScanOutput
-		err := retry(ctx, "scanning segment", func(ctx context.Context) error {
+		err := withRetry(ctx, "scanning segment", func(ctx context.Context) error {
 			var err error
 			out, err = r.cfg.API.Scan(ctx, in)
 			return err

@@ -7,6 +7,7 @@ import (
 	"github.com/denorm/denorm/internal/keys"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/table"
 	"github.com/denorm/denorm/internal/value"
@@ -174,14 +175,14 @@ func (r *runner) recount(ctx context.Context, pool chan *repairer, drifts []Drif
 		if eventual {
 			// Writes applied to a target before it was read reach a global index within
 			// about this long.
-			_ = sleepCtx(ctx, r.cfg.Settle)
+			_ = retry.Sleep(ctx, r.cfg.Settle)
 		}
 		each(pool, pending, func(rp *repairer, j *recountJob) {
 			if j.err == nil {
 				j.total, j.err = rp.recountTotal(ctx, j.d.Rule, j.d.Key)
 			}
 		})
-		_ = sleepCtx(ctx, r.cfg.Settle)
+		_ = retry.Sleep(ctx, r.cfg.Settle)
 		each(pool, pending, func(rp *repairer, j *recountJob) {
 			if j.err != nil {
 				j.out, j.done = Failed, true
@@ -252,7 +253,7 @@ func (rp *repairer) recountWrite(ctx context.Context, j *recountJob) (Outcome, b
 			return Failed, true, err
 		}
 		return Repaired, true, nil
-	case isCondFailed(err):
+	case retry.Refused(err):
 		return Conflict, false, nil
 	default:
 		return Failed, true, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/denorm/denorm/internal/apply"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/value"
 )
@@ -129,7 +130,7 @@ func (rp *repairer) copy(ctx context.Context, d *Drift) (Outcome, error) {
 		if err == nil {
 			return Repaired, nil
 		}
-		if !isCondFailed(err) {
+		if !retry.Refused(err) {
 			return Failed, err
 		}
 		if target, err = rp.db.get(ctx, d.Key); err != nil {
@@ -190,7 +191,7 @@ func (rp *repairer) mirror(ctx context.Context, d *Drift) (Outcome, error) {
 		if err == nil {
 			return Repaired, nil
 		}
-		if !isCondFailed(err) {
+		if !retry.Refused(err) {
 			return Failed, err
 		}
 		if target, err = rp.db.get(ctx, d.Key); err != nil {
@@ -225,7 +226,7 @@ func (rp *repairer) counter(ctx context.Context, d *Drift) (Outcome, error) {
 		version = state[rules.StateVersionAttr]
 	}
 	state, err = rp.db.setState(ctx, r, d.Key, d.Total, version)
-	if isCondFailed(err) {
+	if retry.Refused(err) {
 		return Conflict, nil
 	}
 	if err != nil {
@@ -279,7 +280,7 @@ func (rp *repairer) extreme(ctx context.Context, d *Drift) (Outcome, error) {
 	}
 	if err := rp.db.update(ctx, d.Key, ub, cond); err == nil {
 		return Repaired, nil
-	} else if !isCondFailed(err) {
+	} else if !retry.Refused(err) {
 		return Failed, err
 	}
 	return Conflict, nil
@@ -322,7 +323,7 @@ func (rp *repairer) querySources(ctx context.Context, d *Drift, q func(r *rules.
 			}
 			return err
 		},
-		func(what string, op func(context.Context) error) error { return retry(ctx, what, op) })
+		func(what string, op func(context.Context) error) error { return withRetry(ctx, what, op) })
 }
 
 // top recomputes a top list with one query and writes it on condition that the list's
@@ -377,7 +378,7 @@ func (rp *repairer) conditional(ctx context.Context, d *Drift, e expression.Expr
 	if err == nil {
 		return Repaired, nil
 	}
-	if isCondFailed(err) {
+	if retry.Refused(err) {
 		return Conflict, nil
 	}
 	return Failed, err

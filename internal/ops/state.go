@@ -9,6 +9,7 @@ import (
 	"github.com/denorm/denorm/internal/counter"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/value"
 )
@@ -43,7 +44,7 @@ func (d *db) copyState(ctx context.Context, r *rules.CompiledRule, k plan.Key, s
 		ub = withBucketTTL(ub, d.spec, r, k)
 	}
 	err := d.update(ctx, k, ub, cond)
-	if isCondFailed(err) {
+	if retry.Refused(err) {
 		return nil
 	}
 	return err
