@@ -212,7 +212,7 @@ func TestPoisonRecords(t *testing.T) {
 				t.Errorf("%c: the event still parses", kind)
 			}
 		}
-		if kind == PoisonNoSeq && seqOf(bad) != "" {
+		if kind == PoisonNoSeq && record.RawSeq(bad) != "" {
 			t.Errorf("the sequence number is still there")
 		}
 	}

@@ -74,16 +74,3 @@ func lastEventID(batch []json.RawMessage) string {
 	}
 	return r.EventID
 }
-
-// seqOf is a record's SequenceNumber, read without the decoder (the record may be poison).
-func seqOf(raw json.RawMessage) string {
-	var r struct {
-		Dynamodb struct {
-			SequenceNumber string
-		} `json:"dynamodb"`
-	}
-	if json.Unmarshal(raw, &r) != nil {
-		return ""
-	}
-	return r.Dynamodb.SequenceNumber
-}

@@ -114,7 +114,7 @@ func (h *Handler) Process(ctx context.Context, payload json.RawMessage) (Outcome
 		if err != nil {
 			seq := c.Seq
 			if seq == "" {
-				seq = seqOf(raw)
+				seq = record.RawSeq(raw)
 			}
 			if seq == "" {
 				return o, fmt.Errorf("record %d of %d: %w (and no SequenceNumber to report it by)", i+1, len(raws), err)
@@ -141,24 +141,6 @@ func (h *Handler) Process(ctx context.Context, payload json.RawMessage) (Outcome
 		o.Applied, o.Failed, o.Reason = res.Failed, seqs[res.Failed], res.Err
 	}
 	return o, nil
-}
-
-// seqOf digs the sequence number out of a record that failed to decode.
-func seqOf(raw json.RawMessage) string {
-	var r struct {
-		Dynamodb struct {
-			SequenceNumber string
-		} `json:"dynamodb"`
-	}
-	if json.Unmarshal(raw, &r) != nil {
-		return ""
-	}
-	for _, c := range r.Dynamodb.SequenceNumber {
-		if c < '0' || c > '9' {
-			return ""
-		}
-	}
-	return r.Dynamodb.SequenceNumber
 }
 
 func (h *Handler) emit(ctx context.Context, o Outcome, err error) {

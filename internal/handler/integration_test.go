@@ -205,20 +205,12 @@ func (e *env) invoke(batch []json.RawMessage) int {
 	id := resp.BatchItemFailures[0].ItemIdentifier
 	for i, raw := range batch {
 		c, err := record.Decode(raw)
-		if (err == nil && c.Seq == id) || (err != nil && seqOfRaw(raw) == id) {
+		if (err == nil && c.Seq == id) || (err != nil && record.RawSeq(raw) == id) {
 			return i
 		}
 	}
 	e.t.Fatalf("batch item failure %q is not a sequence number of the batch", id)
 	return 0
-}
-
-func seqOfRaw(raw json.RawMessage) string {
-	var r struct {
-		Dynamodb struct{ SequenceNumber string } `json:"dynamodb"`
-	}
-	_ = json.Unmarshal(raw, &r)
-	return r.Dynamodb.SequenceNumber
 }
 
 // drain delivers the stream in batches of size n through deliver until it is quiet

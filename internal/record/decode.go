@@ -1286,3 +1286,22 @@ func hex4(s string) (rune, bool) {
 	}
 	return r, true
 }
+
+// RawSeq is a raw record's SequenceNumber, read without decoding the rest, for a record
+// that failed to decode: "" when it has none of digits.
+func RawSeq(raw json.RawMessage) string {
+	var r struct {
+		Dynamodb struct {
+			SequenceNumber string
+		} `json:"dynamodb"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return ""
+	}
+	for _, c := range r.Dynamodb.SequenceNumber {
+		if c < '0' || c > '9' {
+			return ""
+		}
+	}
+	return r.Dynamodb.SequenceNumber
+}
