@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	streamstypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 )
@@ -60,7 +62,7 @@ func EncodeStreamRecord(r streamstypes.Record, streamARN, region string) (json.R
 		region = aws.ToString(r.AwsRegion)
 	}
 	sr := r.Dynamodb
-	e := encoder{b: make([]byte, 0, encodeCapacity)}
+	e := encoder{b: make([]byte, 0, encodeCapacity), asSent: true}
 	e.header(id, string(r.EventName), aws.ToString(r.EventVersion), aws.ToString(r.EventSource), region)
 	if sr.ApproximateCreationDateTime != nil {
 		e.raw(`"ApproximateCreationDateTime":`)
@@ -75,7 +77,11 @@ func EncodeStreamRecord(r streamstypes.Record, streamARN, region string) (json.R
 			continue
 		}
 		e.raw(`"` + im.name + `":`)
-		if f := e.streamsItem(im.item); f != nil {
+		item, f := fromStreamsMap(im.item, 1)
+		if f == nil {
+			f = e.item(item)
+		}
+		if f != nil {
 			return nil, encodeError(id, f.in(im.name).in("dynamodb"))
 		}
 		e.raw(",")
@@ -195,6 +201,10 @@ func appendEpoch(b []byte, t time.Time) []byte {
 type encoder struct {
 	b []byte
 	f *fault
+	// asSent writes numbers and NULLs as DynamoDB sent them, unchecked: Decode judges them,
+	// so a record the function cannot use reaches it (and is skipped) rather than stopping
+	// the mapping emulator.
+	asSent bool
 }
 
 func (e *encoder) raw(s string) { e.b = append(e.b, s...) }
@@ -272,7 +282,7 @@ func (e *encoder) str(s string) *fault {
 
 const hexDigits = "0123456789abcdef"
 
-// strs writes a JSON array of strings; number says the strings are DynamoDB numbers.
+// strs writes a JSON array of strings; number checks that they are DynamoDB numbers.
 func (e *encoder) strs(ss []string, number bool) *fault {
 	e.b = append(e.b, '[')
 	for i, s := range ss {
@@ -354,7 +364,7 @@ func (e *encoder) value(v types.AttributeValue, depth int) *fault {
 		}
 	case *types.AttributeValueMemberN:
 		if v != nil {
-			if f := checkNumber("N value", v.Value); f != nil {
+			if f := checkNumber("N value", v.Value); f != nil && !e.asSent {
 				return f
 			}
 			e.raw(`{"N":`)
@@ -378,10 +388,12 @@ func (e *encoder) value(v types.AttributeValue, depth int) *fault {
 		}
 	case *types.AttributeValueMemberNULL:
 		if v != nil {
-			if !v.Value {
+			if !v.Value && !e.asSent {
 				return failf("NULL value must be true")
 			}
-			e.raw(`{"NULL":true}`)
+			e.raw(`{"NULL":`)
+			e.boolean(v.Value)
+			e.raw("}")
 			return nil
 		}
 	case *types.AttributeValueMemberL:
@@ -419,7 +431,7 @@ func (e *encoder) value(v types.AttributeValue, depth int) *fault {
 	case *types.AttributeValueMemberNS:
 		if v != nil {
 			e.raw(`{"NS":`)
-			if f := e.strs(v.Value, true); f != nil {
+			if f := e.strs(v.Value, !e.asSent); f != nil {
 				return f.in("NS")
 			}
 			e.raw("}")
@@ -439,125 +451,57 @@ func (e *encoder) value(v types.AttributeValue, depth int) *fault {
 	return failf("nil attribute value")
 }
 
-// streamsItem writes an item from the DynamoDB Streams API types, which mirror the
-// DynamoDB ones but are distinct Go types.
-func (e *encoder) streamsItem(m map[string]streamstypes.AttributeValue) *fault {
-	return e.streamsMap(m, 1)
-}
-
-func (e *encoder) streamsMap(m map[string]streamstypes.AttributeValue, depth int) *fault {
-	e.b = append(e.b, '{')
-	for i, k := range slices.Sorted(maps.Keys(m)) {
-		if i > 0 {
-			e.b = append(e.b, ',')
-		}
-		if f := e.str(k); f != nil {
-			return f.attr(k)
-		}
-		e.b = append(e.b, ':')
-		if f := e.streamsValue(m[k], depth); f != nil {
-			return f.attr(k)
-		}
-	}
-	e.b = append(e.b, '}')
-	return nil
-}
-
-// streamsValue writes a value as DynamoDB sent it: numbers are not re-validated here,
-// Decode does that.
-func (e *encoder) streamsValue(v streamstypes.AttributeValue, depth int) *fault {
+// fromStreams converts a value of the DynamoDB Streams API's types, which mirror the
+// DynamoDB API's but are distinct Go types, so that one encoder writes both. A nil value,
+// typed or not, is an error rather than a panic.
+func fromStreams(v streamstypes.AttributeValue, depth int) (types.AttributeValue, *fault) {
 	if depth > MaxDepth {
-		return failf("attribute values nest deeper than %d levels", MaxDepth)
+		return nil, failf("attribute values nest deeper than %d levels", MaxDepth)
 	}
-	switch v := v.(type) {
-	case *streamstypes.AttributeValueMemberS:
-		if v != nil {
-			e.raw(`{"S":`)
-			if f := e.str(v.Value); f != nil {
-				return f
-			}
-			e.raw("}")
-			return nil
-		}
-	case *streamstypes.AttributeValueMemberN:
-		if v != nil {
-			e.raw(`{"N":`)
-			e.str(v.Value)
-			e.raw("}")
-			return nil
-		}
-	case *streamstypes.AttributeValueMemberB:
-		if v != nil {
-			e.raw(`{"B":`)
-			e.bin(v.Value)
-			e.raw("}")
-			return nil
-		}
-	case *streamstypes.AttributeValueMemberBOOL:
-		if v != nil {
-			e.raw(`{"BOOL":`)
-			e.boolean(v.Value)
-			e.raw("}")
-			return nil
-		}
-	case *streamstypes.AttributeValueMemberNULL:
-		if v != nil {
-			e.raw(`{"NULL":`)
-			e.boolean(v.Value)
-			e.raw("}")
-			return nil
-		}
-	case *streamstypes.AttributeValueMemberL:
-		if v != nil {
-			e.raw(`{"L":[`)
-			for i, x := range v.Value {
-				if i > 0 {
-					e.raw(",")
-				}
-				if f := e.streamsValue(x, depth+1); f != nil {
-					return f.at(i).in("L")
-				}
-			}
-			e.raw("]}")
-			return nil
-		}
-	case *streamstypes.AttributeValueMemberM:
-		if v != nil {
-			e.raw(`{"M":`)
-			if f := e.streamsMap(v.Value, depth+1); f != nil {
-				return f.in("M")
-			}
-			e.raw("}")
-			return nil
-		}
-	case *streamstypes.AttributeValueMemberSS:
-		if v != nil {
-			e.raw(`{"SS":`)
-			if f := e.strs(v.Value, false); f != nil {
-				return f.in("SS")
-			}
-			e.raw("}")
-			return nil
-		}
-	case *streamstypes.AttributeValueMemberNS:
-		if v != nil {
-			e.raw(`{"NS":`)
-			if f := e.strs(v.Value, false); f != nil {
-				return f.in("NS")
-			}
-			e.raw("}")
-			return nil
-		}
-	case *streamstypes.AttributeValueMemberBS:
-		if v != nil {
-			e.raw(`{"BS":`)
-			e.bins(v.Value)
-			e.raw("}")
-			return nil
-		}
+	switch x := v.(type) {
 	case nil:
-	default:
-		return failf("unsupported attribute value type %T", v)
+		return nil, failf("nil attribute value")
+	case *streamstypes.AttributeValueMemberL:
+		if x == nil {
+			return nil, failf("nil attribute value")
+		}
+		l := make([]types.AttributeValue, len(x.Value))
+		for i, e := range x.Value {
+			c, f := fromStreams(e, depth+1)
+			if f != nil {
+				return nil, f.at(i).in("L")
+			}
+			l[i] = c
+		}
+		return &types.AttributeValueMemberL{Value: l}, nil
+	case *streamstypes.AttributeValueMemberM:
+		if x == nil {
+			return nil, failf("nil attribute value")
+		}
+		m, f := fromStreamsMap(x.Value, depth+1)
+		if f != nil {
+			return nil, f.in("M")
+		}
+		return &types.AttributeValueMemberM{Value: m}, nil
 	}
-	return failf("nil attribute value")
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return nil, failf("nil attribute value")
+	}
+	c, err := attributevalue.FromDynamoDBStreams(v)
+	if err != nil {
+		return nil, failf("unsupported attribute value type %T", v)
+	}
+	return c, nil
+}
+
+func fromStreamsMap(m map[string]streamstypes.AttributeValue, depth int) (map[string]types.AttributeValue, *fault) {
+	out := make(map[string]types.AttributeValue, len(m))
+	for k, v := range m {
+		c, f := fromStreams(v, depth)
+		if f != nil {
+			return nil, f.attr(k)
+		}
+		out[k] = c
+	}
+	return out, nil
 }
