@@ -1,12 +1,8 @@
 package esm
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -49,16 +45,13 @@ func loadCheckpoint(path, streamARN string, log *slog.Logger) (*checkpoint, erro
 	if path == "" {
 		return c, nil
 	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return c, nil
-	}
+	var f checkpointFile
+	found, err := atomicfile.ReadJSON(path, &f)
 	if err != nil {
 		return nil, fmt.Errorf("esm: reading checkpoint: %w", err)
 	}
-	var f checkpointFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("esm: checkpoint %s is not valid JSON: %w", path, err)
+	if !found {
+		return c, nil
 	}
 	if f.Version != checkpointVersion {
 		return nil, fmt.Errorf("esm: checkpoint %s has version %d, want %d", path, f.Version, checkpointVersion)
@@ -126,11 +119,7 @@ func (c *checkpoint) saveLocked() error {
 		return nil
 	}
 	c.data.UpdatedAt = time.Now().UTC()
-	b, err := json.MarshalIndent(c.data, "", "  ")
-	if err != nil {
-		return fmt.Errorf("esm: encoding checkpoint: %w", err)
-	}
-	if err := atomicfile.Write(c.path, append(b, '\n')); err != nil {
+	if err := atomicfile.WriteJSON(c.path, c.data); err != nil {
 		return fmt.Errorf("esm: saving checkpoint: %w", err)
 	}
 	return nil

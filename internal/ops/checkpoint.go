@@ -1,14 +1,12 @@
 package ops
 
 import (
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/atomicfile"
 	"github.com/denorm/denorm/internal/plan"
@@ -96,16 +94,13 @@ var ErrCheckpointMismatch = errors.New("checkpoint belongs to another run")
 
 // loadState reads a checkpoint; a missing file gives (nil, nil).
 func loadState(path string, want *state, ev *Evaluator) (*state, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	var st state
+	found, err := atomicfile.ReadJSON(path, &st)
 	if err != nil {
 		return nil, fmt.Errorf("reading checkpoint: %w", err)
 	}
-	var st state
-	if err := json.Unmarshal(data, &st); err != nil {
-		return nil, fmt.Errorf("reading checkpoint %s: %w", path, err)
+	if !found {
+		return nil, nil
 	}
 	switch {
 	case st.Version != checkpointVersion:
@@ -145,11 +140,7 @@ func loadState(path string, want *state, ev *Evaluator) (*state, error) {
 // save writes st to path atomically: a temporary file in the same directory, synced, then
 // renamed over the old one, so a crash leaves the old or the new checkpoint, never half.
 func (st *state) save(path string) error {
-	data, err := json.Marshal(st)
-	if err != nil {
-		return fmt.Errorf("encoding checkpoint: %w", err)
-	}
-	if err := atomicfile.Write(path, data); err != nil {
+	if err := atomicfile.WriteJSON(path, st); err != nil {
 		return fmt.Errorf("writing checkpoint %s: %w", path, err)
 	}
 	return nil
