@@ -115,7 +115,7 @@ func writeBenchFiles(rep *bench.Report, dir string) error {
 		return err
 	}
 	for name, write := range map[string]func(f *os.File) error{
-		"bench.json": func(f *os.File) error { return rep.WriteJSON(f) },
+		"bench.json": func(f *os.File) error { return printJSON(f, rep) },
 		"bench.md":   func(f *os.File) error { return rep.WriteMarkdown(f) },
 	} {
 		f, err := os.Create(filepath.Join(dir, name))

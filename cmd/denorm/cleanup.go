@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -110,7 +111,7 @@ func runCleanup(ctx context.Context, args []string) error {
 	if rep != nil {
 		print := rep.WriteText
 		if *asJSON {
-			print = rep.WriteJSON
+			print = func(w io.Writer) error { return printJSON(w, rep) }
 		}
 		if perr := print(os.Stdout); perr != nil && err == nil {
 			err = perr

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 
@@ -52,9 +51,7 @@ func runDiff(_ context.Context, args []string) error {
 			Backfill    []string `json:"backfill"`
 			Plan        []string `json:"plan"`
 		}{d, d.NeedsAction(), d.Backfill(), d.Plan(orTable(*tableName))}
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := printJSON(os.Stdout, out); err != nil {
 			return err
 		}
 	} else if err := d.WriteText(os.Stdout, *tableName); err != nil {

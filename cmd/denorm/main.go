@@ -4,9 +4,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sort"
@@ -99,4 +101,11 @@ func newFlags(name, synopsis string) *flag.FlagSet {
 		}
 	}
 	return fs
+}
+
+// printJSON writes v as one indented JSON document: every command's --json output.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

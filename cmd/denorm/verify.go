@@ -109,7 +109,7 @@ func (o *opsFlags) config(ctx context.Context, mode string) (ops.Config, error) 
 // print writes the report as text or JSON.
 func (o *opsFlags) print(w io.Writer, rep *ops.Report) error {
 	if o.json {
-		return rep.WriteJSON(w)
+		return printJSON(w, rep)
 	}
 	return rep.WriteText(w)
 }

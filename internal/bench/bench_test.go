@@ -54,7 +54,7 @@ func TestSmoke(t *testing.T) {
 	if !strings.Contains(md.String(), "| comment-storm | Denorm |") {
 		t.Errorf("markdown lacks the Denorm row:\n%s", md.String())
 	}
-	if err := rep.WriteJSON(&js); err != nil {
+	if err := json.NewEncoder(&js).Encode(rep); err != nil {
 		t.Fatal(err)
 	}
 	var back Report

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -280,13 +279,6 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// WriteJSON writes the report as indented JSON.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
 }
 
 // WriteMarkdown writes the figures and ratios as Markdown tables.

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -73,14 +72,8 @@ type CleanupStats struct {
 
 // CleanupReport is the outcome of a clean-up.
 type CleanupReport struct {
-	Table          string          `json:"table"`
-	Mode           string          `json:"mode"`
-	Rules          []*CleanupStats `json:"rules"`
-	Scanned        int64           `json:"scanned"`
-	Seconds        float64         `json:"seconds"`
-	ItemsPerSecond float64         `json:"itemsPerSecond"`
-	Writes         int64           `json:"writes"`
-	ConsumedWCU    float64         `json:"consumedWCU"`
+	Scan
+	Rules []*CleanupStats `json:"rules"`
 	// Left is what is still there: conflicts and failures (or, in a dry run, everything found).
 	Left int64 `json:"left"`
 }
@@ -117,7 +110,7 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) (*CleanupReport, error) {
 	if cfg.DryRun {
 		mode = "cleanup --dry-run"
 	}
-	c := &cleaner{cfg: cfg, rep: &CleanupReport{Table: cfg.Table, Mode: mode}, stats: map[string]*CleanupStats{},
+	c := &cleaner{cfg: cfg, rep: &CleanupReport{Scan: Scan{Table: cfg.Table, Mode: mode}}, stats: map[string]*CleanupStats{},
 		entity: map[string][]int{}, kept: map[string]map[string]bool{},
 		db: &db{api: cfg.API, table: cfg.Table, spec: cfg.Old.Table, lim: newLimiter(cfg.MaxWCU)}}
 	for i, cl := range cfg.Cleanups {
@@ -148,12 +141,7 @@ func Cleanup(ctx context.Context, cfg CleanupConfig) (*CleanupReport, error) {
 	err = c.scan(ctx)
 	c.bar.finish()
 	rep := c.rep
-	rep.Seconds = time.Since(start).Seconds()
-	rep.Scanned = c.scanned
-	if rep.Seconds > 0 {
-		rep.ItemsPerSecond = float64(rep.Scanned) / rep.Seconds
-	}
-	rep.Writes, rep.ConsumedWCU = c.db.writes, c.db.wcu
+	rep.finish(start, c.scanned, c.db.writes, c.db.wcu)
 	for _, st := range rep.Rules {
 		if cfg.DryRun {
 			rep.Left += st.Cleaned + st.Deleted
@@ -475,9 +463,7 @@ func appendUniqStr(s []string, v string) []string {
 
 // WriteText writes the report for people: a summary line, a table of rules, and examples.
 func (r *CleanupReport) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "%s %s: scanned %d items in %s (%.0f items/s), %d writes (%.1f WCU)\n",
-		r.Mode, r.Table, r.Scanned, time.Duration(r.Seconds*float64(time.Second)).Round(time.Millisecond),
-		r.ItemsPerSecond, r.Writes, r.ConsumedWCU)
+	r.headline(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "rule\tentity\titems\tcleaned\tattributes\tdeleted\tkept\tconflicts\tfailed\t")
 	for _, st := range r.Rules {
@@ -493,11 +479,4 @@ func (r *CleanupReport) WriteText(w io.Writer) error {
 		}
 	}
 	return nil
-}
-
-// WriteJSON writes the report as one indented JSON document.
-func (r *CleanupReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
 }

@@ -84,20 +84,42 @@ type PassReport struct {
 	Scanned  int64 `json:"scanned"`
 }
 
-// Report is the outcome of a run.
-type Report struct {
-	Table   string       `json:"table"`
-	Mode    string       `json:"mode"`
-	Rules   []RuleReport `json:"rules"`
-	Passes  []PassReport `json:"passes"`
-	Resumed bool         `json:"resumed"`
+// Scan is what a run of verify, backfill or cleanup read and wrote, and how long it took.
+type Scan struct {
+	Table string `json:"table"`
+	Mode  string `json:"mode"`
 	// Scanned is the items this run read by Scan (every pass), Seconds its wall time.
 	Scanned        int64   `json:"scanned"`
 	Seconds        float64 `json:"seconds"`
 	ItemsPerSecond float64 `json:"itemsPerSecond"`
 	Writes         int64   `json:"writes"`
 	ConsumedWCU    float64 `json:"consumedWCU"`
-	ConsumedRCU    float64 `json:"consumedRCU"`
+}
+
+// finish records a run that started at start.
+func (s *Scan) finish(start time.Time, scanned, writes int64, wcu float64) {
+	s.Seconds = time.Since(start).Seconds()
+	s.Scanned, s.Writes, s.ConsumedWCU = scanned, writes, wcu
+	s.ItemsPerSecond = 0
+	if s.Seconds > 0 {
+		s.ItemsPerSecond = float64(s.Scanned) / s.Seconds
+	}
+}
+
+// headline is the first line of a report for people.
+func (s *Scan) headline(w io.Writer) {
+	fmt.Fprintf(w, "%s %s: scanned %d items in %s (%.0f items/s), %d writes (%.1f WCU)\n",
+		s.Mode, s.Table, s.Scanned, time.Duration(s.Seconds*float64(time.Second)).Round(time.Millisecond),
+		s.ItemsPerSecond, s.Writes, s.ConsumedWCU)
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Scan
+	Rules       []RuleReport `json:"rules"`
+	Passes      []PassReport `json:"passes"`
+	Resumed     bool         `json:"resumed"`
+	ConsumedRCU float64      `json:"consumedRCU"`
 	// Totals over the rules.
 	Drift      int64 `json:"drift"`
 	Unrepaired int64 `json:"unrepaired"`
@@ -118,24 +140,11 @@ func (r *Report) totals(repair bool) {
 			r.Unrepaired += rr.Drift
 		}
 	}
-	r.ItemsPerSecond = 0
-	if r.Seconds > 0 {
-		r.ItemsPerSecond = float64(r.Scanned) / r.Seconds
-	}
-}
-
-// WriteJSON writes the report as one indented JSON document.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
 }
 
 // WriteText writes the report for people: a summary line, a table of rules, and examples.
 func (r *Report) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "%s %s: scanned %d items in %s (%.0f items/s), %d writes (%.1f WCU)\n",
-		r.Mode, r.Table, r.Scanned, time.Duration(r.Seconds*float64(time.Second)).Round(time.Millisecond),
-		r.ItemsPerSecond, r.Writes, r.ConsumedWCU)
+	r.headline(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "rule\tkind\tchecked\tdrift\trepaired\tresolved\tconflicts\tfailed\tproblems\tno target\t")
 	for _, rr := range r.Rules {

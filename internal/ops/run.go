@@ -114,7 +114,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	r := &runner{cfg: cfg, start: time.Now(),
 		db:     &db{api: cfg.API, table: cfg.Table, spec: ev.spec, lim: newLimiter(cfg.MaxWCU)},
-		report: &Report{Table: cfg.Table, Mode: cfg.Mode}}
+		report: &Report{Scan: Scan{Table: cfg.Table, Mode: cfg.Mode}}}
 	r.st = newState(cfg.Table, cfg.RulesID, cfg.Segments, cfg.Repair, ev, rounds)
 	if cfg.Checkpoint != "" {
 		loaded, err := loadState(cfg.Checkpoint, r.st, ev)
@@ -333,10 +333,9 @@ func (r *runner) finishReport() {
 		}
 		rep.Rules = append(rep.Rules, rr)
 	}
-	rep.Seconds = time.Since(r.start).Seconds()
-	rep.Scanned = r.scanned
 	r.db.mu.Lock()
-	rep.Writes, rep.ConsumedWCU, rep.ConsumedRCU = r.db.writes, r.db.wcu, r.db.rcu+r.rcu
+	rep.finish(r.start, r.scanned, r.db.writes, r.db.wcu)
+	rep.ConsumedRCU = r.db.rcu + r.rcu
 	r.db.mu.Unlock()
 	rep.totals(r.cfg.Repair)
 }
