@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/denorm/denorm/internal/record"
 )
 
 // RuleStats counts what a run found and did for one rule.
@@ -201,7 +201,7 @@ func show(v types.AttributeValue) string {
 	case *types.AttributeValueMemberN:
 		return x.Value
 	}
-	b, _ := json.Marshal(avValue(v))
+	b, _ := record.MarshalValue(v)
 	if len(b) > 60 {
 		return string(b[:57]) + "..."
 	}
