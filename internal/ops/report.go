@@ -3,9 +3,11 @@ package ops
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/denorm/denorm/internal/record"
@@ -177,7 +179,8 @@ func (ex Example) text() string {
 	case Extra:
 		b.WriteString(": should not exist")
 	case Differs:
-		fmt.Fprintf(&b, ": %s is %s, want %s", ex.Attribute, show(ex.Got.v), show(ex.Want.v))
+		got, want := showPair(ex.Got.v, ex.Want.v)
+		fmt.Fprintf(&b, ": %s is %s, want %s", ex.Attribute, got, want)
 	default:
 		fmt.Fprintf(&b, ": %s", ex.Problem)
 	}
@@ -187,25 +190,66 @@ func (ex Example) text() string {
 	return b.String()
 }
 
-// show renders a value briefly: strings quoted, numbers bare, anything else as DynamoDB JSON.
+// showWidth is how much of a value a line of the text report shows.
+const showWidth = 60
+
+// show renders a value briefly: strings quoted, numbers bare, anything else as DynamoDB
+// JSON, cut to showWidth.
 func show(v types.AttributeValue) string {
+	return clip(full(v), 0)
+}
+
+// showPair renders a drifted value and the one it should be, cut to showWidth from the
+// same place: a little before the first difference, so two long values (top lists) that
+// begin alike still print differently.
+func showPair(got, want types.AttributeValue) (string, string) {
+	g, w := full(got), full(want)
+	i := 0
+	for i < len(g) && i < len(w) && g[i] == w[i] {
+		i++
+	}
+	from := max(0, i-showWidth/3)
+	if len(g) <= showWidth && len(w) <= showWidth {
+		from = 0
+	}
+	for from > 0 && !utf8.RuneStart(g[from]) {
+		from--
+	}
+	return clip(g, from), clip(w, from)
+}
+
+// full renders v whole, as show does before cutting.
+func full(v types.AttributeValue) string {
 	switch x := v.(type) {
 	case nil:
 		return "absent"
 	case *types.AttributeValueMemberS:
-		s := x.Value
-		if len(s) > 60 {
-			s = s[:57] + "..."
-		}
-		return fmt.Sprintf("%q", s)
+		return strconv.Quote(x.Value)
 	case *types.AttributeValueMemberN:
 		return x.Value
 	}
 	b, _ := record.MarshalValue(v)
-	if len(b) > 60 {
-		return string(b[:57]) + "..."
-	}
 	return string(b)
+}
+
+// clip is showWidth bytes of s from byte from, "..." marking what is left out at either end.
+func clip(s string, from int) string {
+	if from >= len(s) {
+		from = 0
+	}
+	prefix := ""
+	if from > 0 {
+		prefix = "..."
+	}
+	s = s[from:]
+	if len(s) > showWidth {
+		end := showWidth - 3
+		for end > 0 && !utf8.RuneStart(s[end]) {
+			end--
+		}
+		s = s[:end] + "..."
+	}
+	return prefix + s
 }
 
 func (o Outcome) String() string {
