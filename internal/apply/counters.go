@@ -309,10 +309,11 @@ func (r *run) buildTransaction(events []plan.EventDeltas, ttl string) (items []t
 	markers = len(items)
 	order, merged := targetsOf(events)
 	for _, k := range order {
+		// A target whose deltas sum to zero still gets its version raised (ADD _dn_v 1),
+		// as a watermark-mode state does: a recount sees that it was written, and the
+		// markers that make a later redelivery of these events a duplicate are written
+		// with it.
 		attrs := merged[k]
-		if allZero(attrs) {
-			continue
-		}
 		ub := withBucketTTL(counter.Add(attrs), spec, x.key(k), attrs)
 		e, err := expression.NewBuilder().WithUpdate(ub).Build()
 		if err != nil {
@@ -322,9 +323,6 @@ func (r *run) buildTransaction(events []plan.EventDeltas, ttl string) (items []t
 			TableName: aws.String(x.table), Key: x.key(counter.StateKey(k)),
 			UpdateExpression: e.Update(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		}})
-	}
-	if markers == len(items) {
-		return nil, 0, nil // the deltas sum to zero: nothing to mark
 	}
 	return items, markers, nil
 }

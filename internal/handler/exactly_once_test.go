@@ -54,6 +54,30 @@ func TestZeroNetThenResumedBetween(t *testing.T) {
 	e.check()
 }
 
+// The same in transaction mode: a post added and deleted in one batch nets zero on its
+// author's count, and a later record of the batch fails. Lambda resumes between the two,
+// so the delete is delivered again alone: the first delivery must have left the markers
+// that make it a duplicate, though it wrote no delta.
+func TestZeroNetThenResumedBetweenTransactionMode(t *testing.T) {
+	e := newEnvRules(t, apply.Options{}, transactionRules)
+	e.api.failAfter = -1
+	e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Ann"})
+	e.put(map[string]string{"pk": "POST#q", "sk": "METADATA", "userId": "u2"})
+	e.drain(10, e.lambdaLike)
+
+	e.put(map[string]string{"pk": "POST#p", "sk": "METADATA", "userId": "u1"})
+	e.put(map[string]string{"pk": "POST#q", "sk": "COMMENT#c1", "gsi1pk": "USER#u2", "gsi1sk": "COMMENT#c1", "status": "visible"})
+	e.del("POST#p", "METADATA")
+	batch := e.records()
+	if len(batch) != 3 {
+		t.Fatalf("%d records, want insert p, insert c1, remove p", len(batch))
+	}
+	e.failingOn("POST#q", batch, 1)
+	e.lambdaLike(batch[1:]) // Lambda resumes at the reported record
+	e.drain(10, e.lambdaLike)
+	e.check()
+}
+
 // A batch stops after k of its writes and Lambda resumes it at the record it reports, as
 // with ReportBatchItemFailures (a function error makes invoke report 0: the whole batch).
 func TestCrashAfterKWritesThenResumed(t *testing.T) {
