@@ -46,10 +46,10 @@ func TestDynamoJSONRoundTrip(t *testing.T) {
 		t.Errorf("nil value: %s", b)
 	}
 	for in, want := range map[string]string{
-		`{"N":"x"}`:        "not a number",
+		`{"N":"x"}`:         "not a number",
 		`{"S":"a","N":"1"}`: "",
-		`{"Q":"a"}`:        "",
-		`{"S":"a"} x`:      "unexpected data",
+		`{"Q":"a"}`:         "",
+		`{"S":"a"} x`:       "unexpected data",
 	} {
 		if _, err := UnmarshalValue([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one containing %q", in, err, want)
