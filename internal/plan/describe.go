@@ -47,6 +47,13 @@ func (p *RecordPlan) Describe(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "  entity %s\n", p.Entity)
 	}
+	for _, c := range p.Crossings {
+		if c.Entered {
+			fmt.Fprintf(w, "  %s: enters the where (the old image failed it: %s)\n", c.Rule.Name, c.Failing)
+		} else {
+			fmt.Fprintf(w, "  %s: leaves the where: %s\n", c.Rule.Name, c.Failing)
+		}
+	}
 	for _, d := range p.Deltas {
 		mode := "exactly once by event marker: the marker and an ADD to the target's state item in one transaction; then the copy"
 		switch watermarkOf(d, p.PK) {

@@ -99,10 +99,22 @@ type RecordPlan struct {
 	// of the target's key (a parent attribute removed or never set, a sparse index key
 	// absent): the item is linked to no target of that rule, which is correct, not a failure.
 	Unlinked int
+	// Crossings say why the item entered or left a rule's where, for `denorm explain`.
+	Crossings []Crossing
 	// NoImage is set for a record that carries neither image (a REMOVE without OldImage,
 	// which DynamoDB Local emits when several clients delete one item at once): nothing to
 	// apply.
 	NoImage bool
+}
+
+// Crossing is an item that passed a rule's where before the record and fails it after,
+// or the other way round.
+type Crossing struct {
+	Rule *rules.CompiledRule
+	// Entered is true when the item passes the where now; Failing is the test it fails on
+	// the side where it does not pass (value.Failing).
+	Entered bool
+	Failing string
 }
 
 // Rules returns the names of the rules with an effect, in the order of the effects.

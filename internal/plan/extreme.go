@@ -57,10 +57,12 @@ func LatestValues(r *rules.CompiledRule, item record.Item) ([]AttrValue, []strin
 func (e *eval) extreme(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	a := r.Agg
 	var oldV, newV types.AttributeValue
-	if wasSrc && where(a, e.c.Old) {
+	inOld, inNew := wasSrc && value.Where(a, e.c.Old), isSrc && value.Where(a, e.c.New)
+	e.crossing(r, wasSrc, isSrc, inOld, inNew)
+	if inOld {
 		oldV = value.ExtremeValue(r, e.c.Old)
 	}
-	if isSrc && where(a, e.c.New) {
+	if inNew {
 		newV = value.ExtremeValue(r, e.c.New)
 	}
 	var oldX, newX Extreme
@@ -228,7 +230,7 @@ func heldAttr(r *rules.CompiledRule) string {
 // links to no target. The recompute and `denorm verify` read sources with it.
 func ExtremeSource(r *rules.CompiledRule, item record.Item) (Key, types.AttributeValue, bool) {
 	b, ok := r.Source.Match(item, nil)
-	if !ok || !where(r.Agg, item) {
+	if !ok || !value.Where(r.Agg, item) {
 		return Key{}, nil, false
 	}
 	v := value.ExtremeValue(r, item)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -294,8 +293,9 @@ func (e *eval) aggregate(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	if e.c.TTL && a.OnExpiry == rules.OnExpiryIgnore {
 		return nil
 	}
-	inOld := wasSrc && where(a, e.c.Old)
-	inNew := isSrc && where(a, e.c.New)
+	inOld := wasSrc && value.Where(a, e.c.Old)
+	inNew := isSrc && value.Where(a, e.c.New)
+	e.crossing(r, wasSrc, isSrc, inOld, inNew)
 	var oldT, newT Key
 	var oldV, newV value.Number
 	var err error
@@ -336,6 +336,18 @@ func (e *eval) aggregate(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 		e.addDelta(Delta{Rule: r, Target: newT, Amount: newV})
 	}
 	return nil
+}
+
+// crossing notes an item that entered or left r's where with this record.
+func (e *eval) crossing(r *rules.CompiledRule, wasSrc, isSrc, inOld, inNew bool) {
+	if !wasSrc || !isSrc || inOld == inNew {
+		return
+	}
+	side := e.c.New
+	if inNew {
+		side = e.c.Old
+	}
+	e.rp.Crossings = append(e.rp.Crossings, Crossing{Rule: r, Entered: inNew, Failing: value.Failing(r.Agg, side)})
 }
 
 // addDelta appends d, sizing the slice for one delta per count or sum rule the item is the
@@ -385,16 +397,6 @@ func contribution(r *rules.CompiledRule, item record.Item) (value.Number, error)
 	default:
 		return value.Number{}, fmt.Errorf("sum value %s is a %s, not a number", r.Agg.Value, value.TypeName(v))
 	}
-}
-
-// where reports whether item satisfies the rule's where-conditions.
-func where(a *rules.Aggregate, item record.Item) bool {
-	for _, attr := range a.WhereOrder {
-		if !scalarEquals(item[attr], a.Where[attr]) {
-			return false
-		}
-	}
-	return true
 }
 
 func (e *eval) pull(r *rules.CompiledRule) error {
@@ -549,29 +551,4 @@ func (e *eval) key(b rules.Binding, _ *rules.EntityType) Key {
 		k.SK = v.Value
 	}
 	return k
-}
-
-// scalarEquals compares an attribute with a where-condition value as written in YAML.
-func scalarEquals(av types.AttributeValue, want any) bool {
-	switch w := want.(type) {
-	case string:
-		s, ok := av.(*types.AttributeValueMemberS)
-		return ok && s.Value == w
-	case bool:
-		b, ok := av.(*types.AttributeValueMemberBOOL)
-		return ok && b.Value == w
-	case int:
-		n, ok := av.(*types.AttributeValueMemberN)
-		return ok && value.SameNumber(n.Value, strconv.Itoa(w))
-	case int64:
-		n, ok := av.(*types.AttributeValueMemberN)
-		return ok && value.SameNumber(n.Value, strconv.FormatInt(w, 10))
-	case float64:
-		n, ok := av.(*types.AttributeValueMemberN)
-		return ok && value.SameNumber(n.Value, strconv.FormatFloat(w, 'f', -1, 64))
-	case nil:
-		_, ok := av.(*types.AttributeValueMemberNULL)
-		return ok
-	}
-	return false
 }

@@ -2,7 +2,6 @@ package rules
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -123,7 +122,7 @@ func isKind(key string) bool {
 
 func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 	k := string(r.Kind)
-	a := &Aggregate{Where: map[string]any{}}
+	a := &Aggregate{Where: map[string][]Test{}}
 	allowed := countFields
 	switch r.Kind {
 	case KindSum:
@@ -205,8 +204,8 @@ func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 		case "where":
 			for _, we := range d.entries(e.valNode, ctx, k+".where") {
 				r.Fields[k+".where."+we.key] = we.keyPos
-				if v, ok := d.whereValue(we.valNode, ctx, k+".where."+we.key); ok {
-					a.Where[we.key] = v
+				if ts, ok := d.whereTests(r, we.valNode, ctx, k+".where."+we.key); ok {
+					a.Where[we.key] = ts
 					a.WhereOrder = append(a.WhereOrder, we.key)
 				}
 			}
@@ -215,35 +214,4 @@ func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 		}
 	}
 	return a
-}
-
-// whereValue reads a where value: a string, an int64, a float64 or a bool, as YAML typed it.
-// Anything else YAML resolves (timestamps, custom tags) is kept as the text written.
-func (d *yamlDecoder) whereValue(n *yaml.Node, ctx, what string) (any, bool) {
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		d.drop(ctx, n, "%s must be a string, number or true/false that the attribute must equal, found %s", what, describe(n))
-		return nil, false
-	}
-	var err error
-	switch n.Tag {
-	case "!!bool":
-		var b bool
-		if err = n.Decode(&b); err == nil {
-			return b, true
-		}
-	case "!!int":
-		var i int64
-		if err = n.Decode(&i); err == nil {
-			return i, true
-		}
-	case "!!float":
-		var f float64
-		if err = n.Decode(&f); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-			return f, true
-		}
-	default:
-		return n.Value, true
-	}
-	d.drop(ctx, n, "%s: %q is not a number DynamoDB can store; quote it to compare as a string", what, n.Value)
-	return nil, false
 }

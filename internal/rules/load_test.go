@@ -134,7 +134,7 @@ func TestParseSocial(t *testing.T) {
 		t.Errorf("rule 0 positions = %v", r.Fields)
 	}
 	upc := f.Rules[6]
-	if upc.Kind != KindCount || upc.Agg.Into != "User" || upc.Agg.Where["status"] != "published" {
+	if upc.Kind != KindCount || upc.Agg.Into != "User" || WhereString(upc.Agg.Where["status"]) != `"published"` {
 		t.Errorf("rule 6 = %+v, agg %+v", upc, upc.Agg)
 	}
 	for i, want := range []string{"gsi1", "gsi1", "gsi2"} {
@@ -154,7 +154,9 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"s": "1", "n": int64(1), "x": 1.5, "b": true}
+	eq := func(o Operand) []Test { return []Test{{Op: OpEq, Values: []Operand{o}}} }
+	want := map[string][]Test{"s": eq(Operand{Kind: StringOperand, Text: "1"}), "n": eq(Operand{Kind: NumberOperand, Text: "1"}),
+		"x": eq(Operand{Kind: NumberOperand, Text: "1.5"}), "b": eq(Operand{Kind: BoolOperand, Bool: true})}
 	if got := f.Rules[0].Agg.Where; !reflect.DeepEqual(got, want) {
 		t.Errorf("where = %#v, want %#v", got, want)
 	}

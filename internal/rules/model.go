@@ -169,9 +169,9 @@ type Aggregate struct {
 	// For top, Set maps entry attribute -> source attribute, and Attribute holds the list.
 	N          int
 	EntryBytes int
-	// Where restricts membership: every attribute must equal its value (string, number or
-	// bool, as written in YAML). WhereOrder keeps file order.
-	Where         map[string]any
+	// Where restricts membership: every attribute must pass each of its tests (where.go).
+	// WhereOrder keeps file order.
+	Where         map[string][]Test
 	WhereOrder    []string
 	OnExpiry      string // remove (default), ignore
 	MissingTarget string // skip (default), create

@@ -90,6 +90,10 @@ func TestSchemaRejectsShapeMistakes(t *testing.T) {
 		"reserved attribute":    "version: 1\nentities:\n  User: {pk: \"USER#{userId}\", attributes: [_dnx]}\n",
 		"type without equals":   "version: 1\nentities:\n  Task: {pk: \"T#{id}\", type: {attribute: e}}\n",
 		"bad rule name":         base + "rules:\n  - {name: \"a b\", mirror: {from: User, to: User, attributes: [name]}}\n",
+		"unknown where test":    base + "rules:\n  - {name: a, count: {of: User, into: User, attribute: x, where: {name: {gtt: 1}}}}\n",
+		"where in not a list":   base + "rules:\n  - {name: a, count: {of: User, into: User, attribute: x, where: {name: {in: ok}}}}\n",
+		"where exists a string": base + "rules:\n  - {name: a, count: {of: User, into: User, attribute: x, where: {name: {exists: \"no\"}}}}\n",
+		"where empty tests":     base + "rules:\n  - {name: a, count: {of: User, into: User, attribute: x, where: {name: {}}}}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := s.Validate(yamlToJSONValue(t, []byte(doc))); err == nil {

@@ -297,11 +297,6 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 		p := rc.pos(k+".where."+w, k+".where", k)
 		rc.read(of, w, p, "where "+w)
 		rc.watch(of, w)
-		switch a.Where[w].(type) {
-		case string, bool, int, int64, float64:
-		default:
-			rc.add(p, "where %s: the value must be a string, number or true/false", w)
-		}
 	}
 	rc.option("onExpiry", a.OnExpiry, onExpiryValues)
 	rc.option("missingTarget", a.MissingTarget, missingTargetValues)

@@ -188,3 +188,34 @@ func golden(t *testing.T, path string, got []byte) {
 		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
+
+// A where test changed (a bound, a list, an operator) changes which items count: the
+// rule needs a backfill, and the plan says how; the same tests written in another order
+// do not.
+func TestWhereTestsChange(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, where string) string {
+		path := filepath.Join(dir, name)
+		text := "version: 1\nentities:\n" +
+			"  Site: {pk: \"SITE#{siteId}\", sk: SITE, attributes: [hot]}\n" +
+			"  Reading: {pk: \"SITE#{siteId}\", sk: \"READING#{readingId}\", attributes: [temp, status]}\n" +
+			"rules:\n  - {name: site-hot, count: {of: Reading, into: Site, attribute: hot, where: " + where + "}}\n"
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	base := write("base.yaml", "{temp: {gt: 80, lt: 200}, status: {in: [ok, new]}}")
+	for where, changed := range map[string]bool{
+		"{status: {in: [new, ok]}, temp: {lt: 200, gt: 80}}":  false,
+		"{temp: {gt: 90, lt: 200}, status: {in: [ok, new]}}":  true,
+		"{temp: {gte: 80, lt: 200}, status: {in: [ok, new]}}": true,
+		"{temp: {gt: 80, lt: 200}, status: {in: [ok]}}":       true,
+		"{temp: {gt: 80, lt: 200}}":                           true,
+	} {
+		d := compare(t, base, write("new.yaml", where))
+		if got := len(d.Backfill()) == 1; got != changed {
+			t.Errorf("where %s: backfill %v, want a backfill %v", where, d.Backfill(), changed)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package rulesdiff
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -101,7 +102,7 @@ func list(s []string) string {
 }
 
 // where shows a where clause with each value's type: "1" and 1 are different conditions.
-func where(m map[string]any) string {
+func where(m map[string][]rules.Test) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -109,14 +110,22 @@ func where(m map[string]any) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		v := m[k]
-		if s, ok := v.(string); ok {
-			parts[i] = fmt.Sprintf("%s: %q", k, s)
-		} else {
-			parts[i] = fmt.Sprintf("%s: %v", k, v)
-		}
+		parts[i] = k + ": " + rules.WhereString(canonical(m[k]))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// canonical orders an attribute's tests, and the values of in and notIn, so that the same
+// tests written in another order compare equal.
+func canonical(ts []rules.Test) []rules.Test {
+	out := make([]rules.Test, len(ts))
+	for i, t := range ts {
+		t.Values = slices.Clone(t.Values)
+		slices.SortFunc(t.Values, func(a, b rules.Operand) int { return strings.Compare(a.String(), b.String()) })
+		out[i] = t
+	}
+	slices.SortFunc(out, func(a, b rules.Test) int { return strings.Compare(string(a.Op), string(b.Op)) })
+	return out
 }
 
 func sameFields(a, b []field) bool {

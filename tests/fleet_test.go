@@ -1,0 +1,75 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/denorm/denorm/internal/retry"
+)
+
+// rules/fleet.yaml, whose every where is a test beyond equality, under concurrent writers
+// doing what a fleet's application does: readings saved whole (some without a status,
+// some archived), statuses changed, archives undone with REMOVE, readings deleted. When
+// the stream drains, `denorm verify` (a scan recomputing every rule) finds no drift.
+func TestFleetWhereTests(t *testing.T) {
+	r := startApp(t, "../rules/fleet.yaml")
+	var scripts []script
+	for d := range 4 {
+		scripts = append(scripts, script{r.put("device", item{"pk": str(fmt.Sprintf("DEVICE#d%d", d)), "sk": str("METADATA"), "name": str("boiler")})})
+	}
+	r.run(scripts...)
+	rng := rand.New(rand.NewPCG(35, 1))
+	temps := []string{"5", "10.5", "10.4999", "25", "40", "40.01", "80", "80.5", "95.25"}
+	statuses := []string{"ok", "calibrated", "faulty", "retired", "new"}
+	scripts = nil
+	for range 120 {
+		var s script
+		for range 4 {
+			d, id := fmt.Sprintf("d%d", rng.IntN(4)), fmt.Sprintf("r%02d", rng.IntN(15))
+			key := item{"pk": str("DEVICE#" + d), "sk": str("READING#" + id)}
+			switch op := rng.IntN(10); {
+			case op < 6:
+				it := item{"pk": key["pk"], "sk": key["sk"], "temp": numStr(temps[rng.IntN(len(temps))]),
+					"at": str(fmt.Sprintf("%d-%02d-%02dT10:00:00Z", 2025+rng.IntN(2), 1+rng.IntN(12), 1+rng.IntN(28)))}
+				if rng.IntN(3) > 0 {
+					it["status"] = str(statuses[rng.IntN(len(statuses))])
+				}
+				if rng.IntN(4) == 0 {
+					it["archivedAt"] = str("2026-11-01")
+				}
+				s = append(s, r.put("reading", it))
+			case op < 7:
+				s = append(s, ifThere(r.update("status", key, expression.Set(expression.Name("status"), expression.Value(statuses[rng.IntN(len(statuses))])))))
+			case op < 8:
+				s = append(s, ifThere(r.update("unarchive", key, expression.Remove(expression.Name("archivedAt")))))
+			default:
+				s = append(s, r.del("reading deleted", key))
+			}
+		}
+		scripts = append(scripts, s)
+	}
+	r.run(scripts...)
+	r.drain()
+	r.checkNoFailures()
+	r.verify()
+}
+
+// ifThere is st for an item that may have been deleted meanwhile: its refused condition is
+// the application's "not found", not a failure.
+func ifThere(st step) step {
+	do := st.do
+	st.do = func(ctx context.Context, db *dynamodb.Client) error {
+		if err := do(ctx, db); !retry.Refused(err) {
+			return err
+		}
+		return nil
+	}
+	return st
+}
+
+func numStr(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
