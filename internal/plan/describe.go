@@ -134,11 +134,11 @@ func describeExtreme(w io.Writer, x Extreme) {
 			}
 		}
 		fmt.Fprintf(w, "  %s: SET %s = %s on %s if it is absent or %s%s (one conditional UpdateItem; idempotent, a refusal is normal)\n",
-			r.Name, attr, show(x.Raise), x.Target, than, create)
+			r.Name, attr, value.Brief(x.Raise), x.Target, than, create)
 	}
 	if x.Recheck != nil {
 		fmt.Fprintf(w, "  %s: %s left %s: read %s (one consistent GetItem); if it is not %s than %s, it may have been the %s: %s\n",
-			r.Name, show(x.Recheck), x.Target, attr, cmp, show(x.Recheck), r.Kind, recompute)
+			r.Name, value.Brief(x.Recheck), x.Target, attr, cmp, value.Brief(x.Recheck), r.Kind, recompute)
 	}
 	if x.Recompute {
 		fmt.Fprintf(w, "  %s: %s was inserted or lost %s (its sources may have come first): %s\n", r.Name, x.Target, attr, recompute)
@@ -163,7 +163,7 @@ func signed(n value.Number) string {
 func setRemove(set []AttrValue, remove []string) string {
 	var parts []string
 	for _, a := range set {
-		parts = append(parts, fmt.Sprintf("%s = %s", a.Name, show(a.Value)))
+		parts = append(parts, fmt.Sprintf("%s = %s", a.Name, value.Brief(a.Value)))
 	}
 	if len(parts) > 0 {
 		parts[0] = "SET " + parts[0]
@@ -182,23 +182,9 @@ func attrList(item map[string]types.AttributeValue) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s: %s", k, show(item[k]))
+		parts[i] = fmt.Sprintf("%s: %s", k, value.Brief(item[k]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func show(v types.AttributeValue) string {
-	switch x := v.(type) {
-	case *types.AttributeValueMemberS:
-		return fmt.Sprintf("%q", x.Value)
-	case *types.AttributeValueMemberN:
-		return x.Value
-	case *types.AttributeValueMemberBOOL:
-		return fmt.Sprint(x.Value)
-	case *types.AttributeValueMemberNULL:
-		return "null"
-	}
-	return "<" + value.TypeName(v) + ">"
 }
 
 // describeLatest is describeExtreme for latest: the order is (by, source key).
@@ -209,11 +195,11 @@ func describeLatest(w io.Writer, x Extreme) {
 		r.Source.Name, r.Agg.By, query, strings.Join(r.Agg.SetOrder, ", "), r.LatestBy, r.LatestKey)
 	if x.Raise != nil {
 		fmt.Fprintf(w, "  %s: %s on %s, %s = %s, %s = %q, if %s is absent or less, or equal with a key not greater (one conditional UpdateItem; idempotent, a refusal is normal)\n",
-			r.Name, setRemove(x.Set, x.Remove), x.Target, r.LatestBy, show(x.Raise), r.LatestKey, x.Key, r.LatestBy)
+			r.Name, setRemove(x.Set, x.Remove), x.Target, r.LatestBy, value.Brief(x.Raise), r.LatestKey, x.Key, r.LatestBy)
 	}
 	if x.Recheck != nil {
 		fmt.Fprintf(w, "  %s: %s of %q left %s: read %s and %s (one consistent GetItem); if they are not after it, it may have been the latest: %s\n",
-			r.Name, show(x.Recheck), x.RecheckKey, x.Target, r.LatestBy, r.LatestKey, recompute)
+			r.Name, value.Brief(x.Recheck), x.RecheckKey, x.Target, r.LatestBy, r.LatestKey, recompute)
 	}
 	if x.Recompute {
 		fmt.Fprintf(w, "  %s: %s was inserted or lost %s or a copied attribute (its sources may have come first): %s\n", r.Name, x.Target, r.LatestBy, recompute)
@@ -245,7 +231,7 @@ func describeTop(w io.Writer, x Extreme) {
 	}
 	if x.Recheck != nil {
 		fmt.Fprintf(w, "  %s: %q (%s = %s) left %s: %s; drop its entry if listed; if the list held %d with it, %s; %s\n",
-			r.Name, x.RecheckKey, a.By, show(x.Recheck), x.Target, read, a.N, refill, write)
+			r.Name, x.RecheckKey, a.By, value.Brief(x.Recheck), x.Target, read, a.N, refill, write)
 	}
 	if x.Recompute {
 		fmt.Fprintf(w, "  %s: %s was inserted, or its %s removed or written back by another writer (the version did not advance; its sources may have come first): %s; %s; %s\n",

@@ -139,3 +139,19 @@ func TypeName(v types.AttributeValue) string {
 	}
 	return fmt.Sprintf("%T", v)
 }
+
+// Brief renders a value for a message: strings quoted, numbers and booleans bare, null,
+// other types named in angle brackets.
+func Brief(v types.AttributeValue) string {
+	switch x := v.(type) {
+	case *types.AttributeValueMemberS:
+		return fmt.Sprintf("%q", x.Value)
+	case *types.AttributeValueMemberN:
+		return x.Value
+	case *types.AttributeValueMemberBOOL:
+		return fmt.Sprint(x.Value)
+	case *types.AttributeValueMemberNULL:
+		return "null"
+	}
+	return "<" + TypeName(v) + ">"
+}

@@ -22,7 +22,7 @@ func Failing(a *rules.Aggregate, item map[string]types.AttributeValue) string {
 			if v := item[attr]; !Passes(t, v) {
 				found := "absent"
 				if v != nil {
-					found = brief(v)
+					found = Brief(v)
 				}
 				return fmt.Sprintf("%s %s fails %s", attr, found, t)
 			}
@@ -97,17 +97,4 @@ func compareOperand(v types.AttributeValue, o rules.Operand) (int, bool) {
 		}
 	}
 	return 0, false
-}
-
-// brief renders a value for a message: strings quoted, numbers bare, other types named.
-func brief(v types.AttributeValue) string {
-	switch x := v.(type) {
-	case *types.AttributeValueMemberS:
-		return fmt.Sprintf("%q", x.Value)
-	case *types.AttributeValueMemberN:
-		return x.Value
-	case *types.AttributeValueMemberBOOL:
-		return fmt.Sprint(x.Value)
-	}
-	return "a " + TypeName(v)
 }
