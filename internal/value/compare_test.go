@@ -11,16 +11,6 @@ import (
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 func n(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
 
-func show(v types.AttributeValue) string {
-	switch x := v.(type) {
-	case *types.AttributeValueMemberS:
-		return x.Value
-	case *types.AttributeValueMemberN:
-		return x.Value
-	}
-	return TypeName(v)
-}
-
 func TestCompare(t *testing.T) {
 	for _, tc := range []struct {
 		a, b types.AttributeValue
@@ -31,7 +21,7 @@ func TestCompare(t *testing.T) {
 		{n("1000"), s("1"), -1}, {s("1"), n("1000"), 1},
 	} {
 		if got := Compare(tc.a, tc.b); got != tc.want {
-			t.Errorf("Compare(%s, %s) = %d, want %d", show(tc.a), show(tc.b), got, tc.want)
+			t.Errorf("Compare(%s, %s) = %d, want %d", Brief(tc.a), Brief(tc.b), got, tc.want)
 		}
 	}
 	if !Comparable(n("1")) || !Comparable(s("")) || Comparable(&types.AttributeValueMemberBOOL{}) || Comparable(nil) {

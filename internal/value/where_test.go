@@ -49,7 +49,7 @@ func TestPasses(t *testing.T) {
 		{rules.Test{Op: rules.OpExists, Exists: false}, s(""), false},
 	} {
 		if got := Passes(tc.test, tc.v); got != tc.want {
-			t.Errorf("%s on %s: %v, want %v", tc.test, show(tc.v), got, tc.want)
+			t.Errorf("%s on %s: %v, want %v", tc.test, Brief(tc.v), got, tc.want)
 		}
 	}
 }
