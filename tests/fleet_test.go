@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -57,6 +58,38 @@ func TestFleetWhereTests(t *testing.T) {
 	r.drain()
 	r.checkNoFailures()
 	r.verify()
+
+	// The key variable copies, checked from the readings themselves: each device's
+	// lastReadingId is the id in the sort key of its latest unarchived reading (by at, then
+	// key), and each entry of hottest carries the id of the reading it lists.
+	for d := range 4 {
+		pk := fmt.Sprintf("DEVICE#d%d", d)
+		best, bestAt := "", ""
+		for _, it := range r.query(pk, "READING#") {
+			sk, at := it["sk"].(*types.AttributeValueMemberS).Value, ""
+			if v, ok := it["at"].(*types.AttributeValueMemberS); ok {
+				at = v.Value
+			}
+			if it["archivedAt"] == nil && at != "" && (at > bestAt || (at == bestAt && sk > "READING#"+best)) {
+				best, bestAt = strings.TrimPrefix(sk, "READING#"), at
+			}
+		}
+		dev := r.get(item{"pk": str(pk), "sk": str("METADATA")})
+		if got, _ := dev["lastReadingId"].(*types.AttributeValueMemberS); (got == nil) != (best == "") || (got != nil && got.Value != best) {
+			t.Errorf("%s: lastReadingId is %v, want %q", pk, dev["lastReadingId"], best)
+		}
+		list, _ := dev["hottest"].(*types.AttributeValueMemberL)
+		if list == nil {
+			continue
+		}
+		for _, e := range list.Value {
+			m := e.(*types.AttributeValueMemberM).Value
+			sk, id := m["sk"].(*types.AttributeValueMemberS).Value, m["readingId"]
+			if got, _ := id.(*types.AttributeValueMemberS); got == nil || "READING#"+got.Value != sk {
+				t.Errorf("%s: hottest entry %s carries readingId %v", pk, sk, id)
+			}
+		}
+	}
 }
 
 // ifThere is st for an item that may have been deleted meanwhile: its refused condition is

@@ -44,7 +44,7 @@ func LatestValues(r *rules.CompiledRule, item record.Item) ([]AttrValue, []strin
 	var set []AttrValue
 	var remove []string
 	for _, t := range r.Agg.SetOrder {
-		if v, ok := item[r.Agg.Set[t]]; ok {
+		if v, ok := r.SourceValue(item, r.Agg.Set[t]); ok {
 			set = append(set, AttrValue{Name: t, Value: v})
 		} else {
 			remove = append(remove, t)
@@ -94,7 +94,7 @@ func (e *eval) extreme(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	same := oldV != nil && newV != nil && oldX.Target == newX.Target
 	latest := r.Kind == rules.KindLatest
 	top := r.Kind == rules.KindTop
-	if same && value.Compare(oldV, newV) == 0 && (!(latest || top) || !e.changed(setSources(r))) {
+	if same && value.Compare(oldV, newV) == 0 && (!(latest || top) || !e.changed(r.SetAttributes())) {
 		return nil
 	}
 	if newV != nil {
@@ -124,15 +124,6 @@ func (e *eval) extreme(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 		e.rp.Extremes = append(e.rp.Extremes, oldX)
 	}
 	return nil
-}
-
-// setSources are the source attributes latest rule r copies.
-func setSources(r *rules.CompiledRule) []string {
-	out := make([]string, 0, len(r.Agg.SetOrder))
-	for _, t := range r.Agg.SetOrder {
-		out = append(out, r.Agg.Set[t])
-	}
-	return out
 }
 
 // extremeAt renders the target of rule r and its sources' query from the old or new image.
@@ -258,8 +249,8 @@ func ExtremeProjection(r *rules.CompiledRule) []string {
 	}
 	add(r.Source.TypeAttr)
 	add(value.SortAttr(r))
-	for _, t := range r.Agg.SetOrder {
-		add(r.Agg.Set[t])
+	for _, src := range r.SetAttributes() {
+		add(src)
 	}
 	for _, w := range r.Agg.WhereOrder {
 		add(w)

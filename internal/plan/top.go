@@ -37,7 +37,7 @@ func TopValues(r *rules.CompiledRule, item record.Item) []AttrValue {
 	}
 	add(r.Agg.By, item[r.Agg.By])
 	for _, t := range r.Agg.SetOrder {
-		v, ok := item[r.Agg.Set[t]]
+		v, ok := r.SourceValue(item, r.Agg.Set[t])
 		if !ok {
 			continue
 		}

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"strings"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/keys"
@@ -45,4 +47,48 @@ func stringValue(av types.AttributeValue) (string, bool) {
 		return v.Value, true
 	}
 	return "", false
+}
+
+// KeyVar returns name when src is "{name}": a latest or top set source taken from a
+// variable of the source's keys (a reading's id in "READING#{readingId}") instead of an
+// attribute.
+func KeyVar(src string) (string, bool) {
+	if len(src) > 2 && src[0] == '{' && src[len(src)-1] == '}' && !strings.ContainsAny(src[1:len(src)-1], "{}:") {
+		return src[1 : len(src)-1], true
+	}
+	return "", false
+}
+
+// SourceValue is what source item gives a latest or top set source: the attribute, or for
+// "{name}" the text the source's keys captured for that variable, as a string. false when
+// the item has neither.
+func (r *CompiledRule) SourceValue(item record.Item, src string) (types.AttributeValue, bool) {
+	if v, ok := item[src]; ok {
+		return v, true
+	}
+	name, ok := KeyVar(src)
+	if !ok {
+		return nil, false
+	}
+	b, ok := r.Source.Match(item, nil)
+	if !ok {
+		return nil, false
+	}
+	text, ok := b.Get(name)
+	if !ok {
+		return nil, false
+	}
+	return &types.AttributeValueMemberS{Value: text}, true
+}
+
+// SetAttributes are the source attributes latest or top rule r copies: its set sources
+// but the key variables, which change only with the key (a new item).
+func (r *CompiledRule) SetAttributes() []string {
+	out := make([]string, 0, len(r.Agg.SetOrder))
+	for _, t := range r.Agg.SetOrder {
+		if _, isVar := KeyVar(r.Agg.Set[t]); !isVar {
+			out = append(out, r.Agg.Set[t])
+		}
+	}
+	return out
 }

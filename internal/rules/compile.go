@@ -247,8 +247,8 @@ func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRul
 		if a.By != "" {
 			r.Watched = appendUniq(r.Watched, a.By)
 		}
-		for _, t := range a.SetOrder {
-			r.Watched = appendUniq(r.Watched, a.Set[t])
+		for _, src := range r.SetAttributes() {
+			r.Watched = appendUniq(r.Watched, src)
 		}
 		// Attributes that fill the target's key variables move an item between targets.
 		for _, t := range []*keys.Template{r.Target.PK, r.Target.SK} {

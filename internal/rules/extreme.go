@@ -80,7 +80,9 @@ func (v *validator) extremeQuery(a *Aggregate, of, into *entityInfo) (ExtremeQue
 		}
 		need := append(append([]string{a.Value, a.By}, a.WhereOrder...), keyOrder(of.e)...)
 		for _, t := range a.SetOrder {
-			need = append(need, a.Set[t])
+			if _, isVar := KeyVar(a.Set[t]); !isVar { // a key variable comes with the keys
+				need = append(need, a.Set[t])
+			}
 		}
 		need = append(need, of.e.TypeAttribute)
 		for _, at := range of.e.Attributes {
@@ -214,7 +216,6 @@ func (rc ruleCheck) checkTop(a *Aggregate, of *entityInfo) {
 			rc.add(p, "top.set %s: every entry already holds the source's %s under that name (entries hold the source's key attributes and its by value); name the entry attribute otherwise", t, t)
 			continue
 		}
-		rc.read(of, a.Set[t], p, "top.set "+t)
-		rc.watch(of, a.Set[t])
+		rc.readSetSource(of, a.Set[t], p, "top.set "+t)
 	}
 }

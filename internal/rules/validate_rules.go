@@ -90,8 +90,12 @@ func (rc ruleCheck) read(e *entityInfo, a string, at Pos, what string) {
 	known := sortedAttrs(e.has)
 	if k, t, ok := keyVarOf(e, a); ok {
 		// A variable shows in the key, but the stream record carries the key as one string.
-		rc.add(at, "%s: %s has no attribute %q: {%s} is part of its %s %q, and rules read attributes; declare %s in %s's attributes and store it on the items (it has: %s)",
-			what, e.e.Name, a, a, k, t.String(), a, e.e.Name, strings.Join(known, ", "))
+		hint := ""
+		if strings.HasPrefix(what, "latest.set") || strings.HasPrefix(what, "top.set") {
+			hint = fmt.Sprintf(`; or copy the key's text with "{%s}"`, a)
+		}
+		rc.add(at, "%s: %s has no attribute %q: {%s} is part of its %s %q, and rules read attributes; declare %s in %s's attributes and store it on the items (it has: %s)%s",
+			what, e.e.Name, a, a, k, t.String(), a, e.e.Name, strings.Join(known, ", "), hint)
 		return
 	}
 	rc.add(at, "%s: %s has no attribute %q%s; declare it in %s's attributes (it has: %s)",
@@ -156,9 +160,47 @@ func (rc ruleCheck) checkSetPairs(kind string, set map[string]string, setOrder [
 	for _, t := range order {
 		p := rc.pos(kind+".set."+t, kind+".set", kind)
 		rc.write(dst, t, p, kind+".set "+t)
+		if kind == string(KindLatest) {
+			rc.readSetSource(src, set[t], p, kind+".set "+t)
+			continue
+		}
+		if _, isVar := KeyVar(set[t]); isVar {
+			rc.add(p, "%s.set %s: %s takes attributes; a key variable such as %s is a set source of latest and top only: declare it in %s's attributes and store it on the items", kind, t, kind, set[t], entityName(src))
+			continue
+		}
 		rc.read(src, set[t], p, kind+".set "+t)
 		rc.watch(src, set[t])
 	}
+}
+
+// readSetSource checks a latest or top set source: an attribute of the source (read and
+// watched), or "{name}", a variable of its keys.
+func (rc ruleCheck) readSetSource(src *entityInfo, a string, at Pos, what string) {
+	name, isVar := KeyVar(a)
+	if !isVar {
+		rc.read(src, a, at, what)
+		rc.watch(src, a)
+		return
+	}
+	if src == nil || src.broken() {
+		return
+	}
+	if _, _, ok := keyVarOf(src, name); !ok {
+		var vars []string
+		for _, k := range keyOrder(src.e) {
+			if t := src.tmpl[k]; t != nil {
+				vars = append(vars, t.Vars()...)
+			}
+		}
+		rc.add(at, "%s: %s is not a variable of %s's keys%s; use one of: %s", what, a, src.e.Name, suggest(name, vars), strings.Join(vars, ", "))
+	}
+}
+
+func entityName(e *entityInfo) string {
+	if e == nil {
+		return "the source"
+	}
+	return e.e.Name
 }
 
 func (rc ruleCheck) checkCopy(c *Copy) {
