@@ -15,7 +15,7 @@ import (
 	"github.com/denorm/denorm/internal/apply"
 	"github.com/denorm/denorm/internal/awsconf"
 	"github.com/denorm/denorm/internal/esm"
-	"github.com/denorm/denorm/internal/handler"
+	"github.com/denorm/denorm/internal/processor"
 	"github.com/denorm/denorm/internal/provision"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/streamclient"
@@ -86,11 +86,7 @@ func StartPipeline(ctx context.Context, cfg PipelineConfig) (*Pipeline, error) {
 	if cfg.WrapAPI != nil {
 		api = cfg.WrapAPI(db)
 	}
-	if cfg.Apply.Logger == nil {
-		cfg.Apply.Logger = cfg.Logger
-	}
-	exec := apply.New(api, cfg.Table, set, cfg.Apply)
-	h := handler.New(set, exec, handler.Options{Logger: cfg.Logger, Metrics: cfg.Metrics})
+	h := processor.New(api, cfg.Table, set, processor.Options{Logger: cfg.Logger, Metrics: cfg.Metrics, Apply: cfg.Apply})
 	var inv esm.Invoker = lambda.NewHandler(h.Handle)
 	if cfg.WrapInvoker != nil {
 		inv = cfg.WrapInvoker(inv)

@@ -20,7 +20,7 @@ import (
 	"github.com/denorm/denorm/internal/apply"
 	"github.com/denorm/denorm/internal/awsconf"
 	"github.com/denorm/denorm/internal/esm"
-	"github.com/denorm/denorm/internal/handler"
+	"github.com/denorm/denorm/internal/processor"
 	"github.com/denorm/denorm/internal/provision"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/runtimeapi"
@@ -92,8 +92,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}
 		inv = p.fn
 	} else {
-		exec := apply.New(db, cfg.Table, set, cfg.Apply)
-		inv = lambda.NewHandler(handler.New(set, exec, handler.Options{Logger: cfg.Logger}).Handle)
+		inv = lambda.NewHandler(processor.New(db, cfg.Table, set, processor.Options{Logger: cfg.Logger, Apply: cfg.Apply}).Handle)
 	}
 	mc := cfg.Mapping
 	mc.StreamARN = p.StreamARN
