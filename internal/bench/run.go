@@ -270,7 +270,10 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 	var inner esm.Invoker
 	switch sys {
 	case Denorm:
-		h := processor.New(api, name, set, processor.Options{Logger: slog.New(logs), Apply: apply.Options{Logger: quiet()}})
+		// As in the function, the handler writes an EMF line per invocation (here to
+		// nowhere); the executor's own logs stay out of the handler's counts.
+		h := processor.New(api, name, set, processor.Options{Logger: slog.New(logs), Metrics: io.Discard,
+			Apply: apply.Options{Logger: quiet()}})
 		inner = lambda.NewHandler(h.Handle)
 	default:
 		floor = newFloorCounter()
