@@ -21,6 +21,7 @@ import (
 	"github.com/denorm/denorm/internal/apply"
 	"github.com/denorm/denorm/internal/awsconf"
 	"github.com/denorm/denorm/internal/handler"
+	"github.com/denorm/denorm/internal/processor"
 	"github.com/denorm/denorm/internal/rules"
 )
 
@@ -66,6 +67,6 @@ func build(ctx context.Context, log *slog.Logger) (*handler.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("DENORM_PULL_READS: %w", err)
 	}
-	exec := apply.New(db, table, set, apply.Options{Logger: log, PullReads: pullReads})
-	return handler.New(set, exec, handler.Options{Logger: log, Metrics: os.Stdout, FunctionName: os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}), nil
+	return processor.New(db, table, set, processor.Options{Logger: log, Metrics: os.Stdout,
+		FunctionName: os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), Apply: apply.Options{PullReads: pullReads}}), nil
 }

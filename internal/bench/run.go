@@ -22,8 +22,8 @@ import (
 	"github.com/denorm/denorm/internal/apply"
 	"github.com/denorm/denorm/internal/awsconf"
 	"github.com/denorm/denorm/internal/esm"
-	"github.com/denorm/denorm/internal/handler"
 	"github.com/denorm/denorm/internal/ops"
+	"github.com/denorm/denorm/internal/processor"
 	"github.com/denorm/denorm/internal/provision"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/streamclient"
@@ -270,8 +270,11 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 	var inner esm.Invoker
 	switch sys {
 	case Denorm:
-		exec := apply.New(api, name, set, apply.Options{Logger: quiet()})
-		inner = lambda.NewHandler(handler.New(set, exec, handler.Options{Logger: slog.New(logs)}).Handle)
+		// As in the function, the handler writes an EMF line per invocation (here to
+		// nowhere); the executor's own logs stay out of the handler's counts.
+		h := processor.New(api, name, set, processor.Options{Logger: slog.New(logs), Metrics: io.Discard,
+			Apply: apply.Options{Logger: quiet()}})
+		inner = lambda.NewHandler(h.Handle)
 	default:
 		floor = newFloorCounter()
 		b := &Baseline{DB: api, Table: name, Rules: map[string]bool{}, Floor: floor, Applied: hook.call}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/denorm/denorm/internal/apply"
 	"github.com/denorm/denorm/internal/esm"
+	"github.com/denorm/denorm/internal/local"
 	"github.com/denorm/denorm/internal/ops"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/workload"
@@ -121,7 +122,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Faults.Application {
 		hooks.cases = plan.Model.Cases
 	}
-	p, err := StartPipeline(ctx, PipelineConfig{
+	p, err := local.Start(ctx, local.Config{
 		Endpoint: cfg.Endpoint, Table: cfg.Table, RulesPath: cfg.RulesPath, Logger: cfg.Logger, Metrics: sink,
 		// Small pages and one inline page: renames go through fan-out jobs under faults too.
 		Apply:   apply.Options{PageSize: 20, InlinePages: 1, DeadlineMargin: margin},
@@ -135,7 +136,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			// More than MaxPerBatch: injected faults alone never exhaust it.
 			MaximumRetryAttempts: esm.Int(budget.max + 1), BisectBatchOnFunctionError: true,
 			ReportBatchItemFailures: true, OnFailureDir: cfg.OnFailureDir,
-			RetryBackoff: 10 * time.Millisecond, Hooks: hooks.ESM(),
+			RetryBackoff: 10 * time.Millisecond, PollInterval: 20 * time.Millisecond, Hooks: hooks.ESM(),
 		},
 	})
 	if err != nil {
@@ -176,6 +177,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if err := p.Replay(); err != nil {
 				return res, fmt.Errorf("re-creating the event source mapping: %w", err)
 			}
+			res.Replays++
 		}
 		if err := workload.Write(ctx, app, cfg.Table, part, cfg.Workers, func() { written.Add(1) }); err != nil {
 			_ = p.Close()
@@ -205,7 +207,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, fmt.Errorf("event source mapping: %w", err)
 	}
 	res.Duration = time.Since(start)
-	res.Mapping, res.Replays = p.Stats(), p.Replays()
+	res.Mapping = p.Stats()
 	res.Function = sink.stats()
 	res.Injected = counts.snapshot()
 	res.Injected.Application = plan.Application

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,7 +21,7 @@ import (
 	"github.com/denorm/denorm/internal/apply"
 	"github.com/denorm/denorm/internal/awsconf"
 	"github.com/denorm/denorm/internal/esm"
-	"github.com/denorm/denorm/internal/handler"
+	"github.com/denorm/denorm/internal/processor"
 	"github.com/denorm/denorm/internal/provision"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/runtimeapi"
@@ -31,19 +32,28 @@ import (
 type Config struct {
 	RulesPath string
 	Endpoint  string // DynamoDB endpoint (DynamoDB Local)
-	Table     string
+	Table     string // created when missing; the caller deletes it
 	// Bootstrap is the path of a built stream processor (dist/streamproc/bootstrap built for
 	// this machine's OS and architecture); empty runs the handler in process.
 	Bootstrap string
-	// Mapping holds the event source mapping settings; StreamARN is filled in.
+	// Mapping holds the event source mapping settings; StreamARN and, when empty,
+	// FilterCriteria are filled in.
 	Mapping esm.Config
 	// Apply tunes the in-process executor.
-	Apply  apply.Options
-	Logger *slog.Logger
+	Apply apply.Options
+	// Metrics receives the in-process handler's EMF lines (nil: none).
+	Metrics io.Writer
+	// WrapAPI wraps the in-process executor's DynamoDB client, to inject faults (nil: the
+	// client itself).
+	WrapAPI func(apply.API) apply.API
+	// WrapInvoker wraps the function as the mapping invokes it (nil: the function itself).
+	WrapInvoker func(esm.Invoker) esm.Invoker
+	Logger      *slog.Logger
 }
 
 // Pipeline is a running local pipeline.
 type Pipeline struct {
+	File      *rules.File
 	Set       *rules.Set
 	DB        *dynamodb.Client
 	Streams   *dynamodbstreams.Client
@@ -51,8 +61,11 @@ type Pipeline struct {
 	StreamARN string
 	Mapping   *esm.Mapping
 	fn        *runtimeapi.Function
+	inv       esm.Invoker
+	mc        esm.Config
 	cancel    context.CancelFunc
 	done      chan error
+	before    esm.Stats // the counters of the mappings Replay replaced
 }
 
 // Start creates the table if needed and starts the mapping in the background.
@@ -60,7 +73,11 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	set, err := rules.LoadSet(cfg.RulesPath)
+	file, err := rules.Load(cfg.RulesPath)
+	if err != nil {
+		return nil, err
+	}
+	set, err := rules.Compile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -73,8 +90,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{Set: set, DB: db, Streams: streams, Table: cfg.Table, StreamARN: aws.ToString(desc.LatestStreamArn)}
-	var inv esm.Invoker
+	p := &Pipeline{File: file, Set: set, DB: db, Streams: streams, Table: cfg.Table, StreamARN: aws.ToString(desc.LatestStreamArn)}
 	if cfg.Bootstrap != "" {
 		rulesAbs, err := filepath.Abs(cfg.RulesPath)
 		if err != nil {
@@ -90,32 +106,68 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		if err != nil {
 			return nil, fmt.Errorf("starting %s: %w", cfg.Bootstrap, err)
 		}
-		inv = p.fn
+		p.inv = p.fn
 	} else {
-		exec := apply.New(db, cfg.Table, set, cfg.Apply)
-		inv = lambda.NewHandler(handler.New(set, exec, handler.Options{Logger: cfg.Logger}).Handle)
+		var api apply.API = db
+		if cfg.WrapAPI != nil {
+			api = cfg.WrapAPI(db)
+		}
+		h := processor.New(api, cfg.Table, set, processor.Options{Logger: cfg.Logger, Metrics: cfg.Metrics, Apply: cfg.Apply})
+		p.inv = lambda.NewHandler(h.Handle)
 	}
-	mc := cfg.Mapping
-	mc.StreamARN = p.StreamARN
-	if mc.Logger == nil {
-		mc.Logger = cfg.Logger
+	if cfg.WrapInvoker != nil {
+		p.inv = cfg.WrapInvoker(p.inv)
 	}
-	if mc.FilterCriteria == nil {
-		if mc.FilterCriteria, err = set.FilterPatterns(); err != nil {
+	p.mc = cfg.Mapping
+	p.mc.StreamARN = p.StreamARN
+	if p.mc.Logger == nil {
+		p.mc.Logger = cfg.Logger
+	}
+	if p.mc.FilterCriteria == nil {
+		if p.mc.FilterCriteria, err = set.FilterPatterns(); err != nil {
 			p.Close()
 			return nil, err
 		}
 	}
-	p.Mapping, err = esm.New(streams, inv, mc)
-	if err != nil {
+	if err := p.run(p.mc); err != nil {
 		p.Close()
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	p.cancel = cancel
-	p.done = make(chan error, 1)
-	go func() { p.done <- p.Mapping.Run(runCtx) }()
 	return p, nil
+}
+
+// run starts a mapping with mc in the background.
+func (p *Pipeline) run(mc esm.Config) error {
+	m, err := esm.New(p.Streams, p.inv, mc)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	p.Mapping, p.cancel, p.done = m, cancel, make(chan error, 1)
+	go func() { p.done <- m.Run(runCtx) }()
+	return nil
+}
+
+// Replay stops the mapping and starts a new one at TRIM_HORIZON without a checkpoint, as
+// when the event source mapping is deleted and created again (a redeploy that replaces
+// it): every record the stream holds is delivered again.
+func (p *Pipeline) Replay() error {
+	if err := p.stop(); err != nil {
+		return err
+	}
+	p.before = addStats(p.before, p.Mapping.Stats())
+	mc := p.mc
+	mc.CheckpointFile, mc.StartingPosition = "", esm.TrimHorizon
+	return p.run(mc)
+}
+
+// Stats adds up the counters of every mapping the pipeline ran.
+func (p *Pipeline) Stats() esm.Stats { return addStats(p.before, p.Mapping.Stats()) }
+
+func addStats(a, b esm.Stats) esm.Stats {
+	return esm.Stats{Batches: a.Batches + b.Batches, Records: a.Records + b.Records, Invocations: a.Invocations + b.Invocations,
+		Failures: a.Failures + b.Failures, Retries: a.Retries + b.Retries, Bisects: a.Bisects + b.Bisects,
+		OnFailure: a.OnFailure + b.OnFailure, Filtered: a.Filtered + b.Filtered}
 }
 
 // Drain waits until the stream has been processed and nothing new arrived for idle.
@@ -125,17 +177,23 @@ func (p *Pipeline) Drain(ctx context.Context, idle time.Duration) error {
 
 // Close stops the mapping (saving its checkpoint) and the function.
 func (p *Pipeline) Close() error {
-	var err error
-	if p.cancel != nil {
-		p.cancel()
-		if e := <-p.done; e != nil && !errors.Is(e, context.Canceled) {
-			err = e
-		}
-		p.cancel = nil
-	}
+	err := p.stop()
 	if p.fn != nil {
 		p.fn.Close()
 		p.fn = nil
 	}
 	return err
+}
+
+// stop stops the mapping and reports how its Run ended.
+func (p *Pipeline) stop() error {
+	if p.cancel == nil {
+		return nil
+	}
+	p.cancel()
+	p.cancel = nil
+	if err := <-p.done; err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/apply"
-	"github.com/denorm/denorm/internal/chaos"
 	"github.com/denorm/denorm/internal/ddbtest"
 	"github.com/denorm/denorm/internal/esm"
 	"github.com/denorm/denorm/internal/local"
@@ -126,20 +125,16 @@ func TestPushAfterRelinkDoesNotLand(t *testing.T) {
 	db, _ := ddbtest.Clients(t)
 	table := ddbtest.TableName(t)
 	t.Cleanup(func() { _ = provision.Delete(context.Background(), db, table) })
-	p, err := chaos.StartPipeline(context.Background(), chaos.PipelineConfig{
+	p, err := local.Start(context.Background(), local.Config{
 		Endpoint: ddbtest.Endpoint(t), Table: table, RulesPath: rulesPath, Logger: quiet(),
-		Mapping: esm.Config{ReportBatchItemFailures: true},
+		Mapping: esm.Config{ReportBatchItemFailures: true, PollInterval: 20 * time.Millisecond},
 		WrapAPI: func(api apply.API) apply.API { hook.API = api; return hook },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	drain := func() {
-		if err := p.Drain(context.Background(), 300*time.Millisecond, 2*time.Minute); err != nil {
-			t.Fatal(err)
-		}
-	}
+	drain := func() { drainLocal(t, p) }
 	put := func(kv ...string) {
 		item := map[string]types.AttributeValue{}
 		for i := 0; i+1 < len(kv); i += 2 {

@@ -23,6 +23,7 @@ import (
 	"github.com/denorm/denorm/internal/chaos"
 	"github.com/denorm/denorm/internal/ddbtest"
 	"github.com/denorm/denorm/internal/handler"
+	"github.com/denorm/denorm/internal/processor"
 	"github.com/denorm/denorm/internal/provision"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
@@ -110,7 +111,7 @@ func newRig(t *testing.T, opt apply.Options) *rig {
 	table, desc := ddbtest.NewTable(t, db, set.Table)
 	arn := aws.ToString(desc.LatestStreamArn)
 	return &rig{t: t, db: db, table: table, arn: arn, reader: ddbtest.NewStreamReader(t, streams, arn),
-		h: handler.New(set, apply.New(db, table, set, opt), handler.Options{Logger: quiet()})}
+		h: processor.New(db, table, set, processor.Options{Logger: quiet(), Apply: opt})}
 }
 
 // invoke hands the records to the handler as one batch and fails the test unless all of

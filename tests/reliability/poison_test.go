@@ -12,6 +12,7 @@ import (
 	"github.com/denorm/denorm/internal/chaos"
 	"github.com/denorm/denorm/internal/ddbtest"
 	"github.com/denorm/denorm/internal/esm"
+	"github.com/denorm/denorm/internal/local"
 	"github.com/denorm/denorm/internal/provision"
 	"github.com/denorm/denorm/internal/rules"
 )
@@ -52,17 +53,16 @@ func poisonBatch(t *testing.T, poison []string) (map[string]types.AttributeValue
 	}
 	hooks := chaos.NewHooks(chaos.Faults{Poison: true}, 1)
 	dir := t.TempDir()
-	cfg := chaos.PipelineConfig{Endpoint: ddbtest.Endpoint(t), Table: table, RulesPath: rulesPath, Logger: quiet(),
+	cfg := local.Config{Endpoint: ddbtest.Endpoint(t), Table: table, RulesPath: rulesPath, Logger: quiet(),
 		Mapping: esm.Config{BatchSize: 10, MaximumRetryAttempts: esm.Int(2), BisectBatchOnFunctionError: true,
-			ReportBatchItemFailures: true, OnFailureDir: dir, RetryBackoff: 5 * time.Millisecond, Hooks: hooks.ESM()}}
-	p, err := chaos.StartPipeline(context.Background(), cfg)
+			ReportBatchItemFailures: true, OnFailureDir: dir, RetryBackoff: 5 * time.Millisecond,
+			PollInterval: 20 * time.Millisecond, Hooks: hooks.ESM()}}
+	p, err := local.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if err := p.Drain(context.Background(), 300*time.Millisecond, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	drainLocal(t, p)
 	frs, err := chaos.ReadFailures(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/denorm/denorm/internal/chaos"
 	"github.com/denorm/denorm/internal/ddbtest"
 	"github.com/denorm/denorm/internal/esm"
+	"github.com/denorm/denorm/internal/local"
 	"github.com/denorm/denorm/internal/provision"
 )
 
@@ -25,9 +26,9 @@ func TestTTLExpiry(t *testing.T) {
 	table := ddbtest.TableName(t)
 	t.Cleanup(func() { _ = provision.Delete(context.Background(), db, table) })
 	hooks := chaos.NewHooks(chaos.Faults{TTL: true, DeliverTwice: true}, 1)
-	p, err := chaos.StartPipeline(context.Background(), chaos.PipelineConfig{
+	p, err := local.Start(context.Background(), local.Config{
 		Endpoint: ddbtest.Endpoint(t), Table: table, RulesPath: "testdata/ttl.yaml", Logger: quiet(),
-		Mapping: esm.Config{BatchSize: 3, ReportBatchItemFailures: true, Hooks: hooks.ESM()},
+		Mapping: esm.Config{BatchSize: 3, ReportBatchItemFailures: true, PollInterval: 20 * time.Millisecond, Hooks: hooks.ESM()},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -57,11 +58,7 @@ func TestTTLExpiry(t *testing.T) {
 		}
 		del(pk, sk)
 	}
-	drain := func() {
-		if err := p.Drain(ctx, 300*time.Millisecond, 2*time.Minute); err != nil {
-			t.Fatal(err)
-		}
-	}
+	drain := func() { drainLocal(t, p) }
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	n := func(v int) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.Itoa(v)} }
 	put(map[string]types.AttributeValue{"pk": s("USER#u1"), "sk": s("PROFILE")})
