@@ -2,8 +2,6 @@ module github.com/denorm/denorm/infra
 
 go 1.26
 
-replace github.com/denorm/denorm => ../
-
 require (
 	github.com/aws/aws-cdk-go/awscdk/v2 v2.220.0
 	github.com/aws/aws-sdk-go-v2 v1.47.7
@@ -11,7 +9,7 @@ require (
 	github.com/aws/constructs-go/constructs/v10 v10.4.2
 	github.com/aws/jsii-runtime-go v1.113.0
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.35.0
-	github.com/denorm/denorm v0.0.0-00010101000000-000000000000
+	github.com/denorm/denorm v0.1.0
 )
 
 require (

@@ -6,7 +6,7 @@ require (
 	github.com/aws/aws-cdk-go/awscdk/v2 v2.220.0
 	github.com/aws/constructs-go/constructs/v10 v10.4.2
 	github.com/aws/jsii-runtime-go v1.113.0
-	github.com/denorm/denorm/infra v0.0.0-00010101000000-000000000000
+	github.com/denorm/denorm/infra v0.1.0
 )
 
 require (
@@ -23,7 +23,7 @@ require (
 	github.com/cdklabs/awscdk-asset-node-proxy-agent-go/nodeproxyagentv6/v2 v2.1.0 // indirect
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.35.0 // indirect
 	github.com/cdklabs/cloud-assembly-schema-go/awscdkcloudassemblyschema/v48 v48.6.0 // indirect
-	github.com/denorm/denorm v0.0.0-00010101000000-000000000000 // indirect
+	github.com/denorm/denorm v0.1.0 // indirect
 	github.com/fatih/color v1.18.0 // indirect
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
@@ -34,11 +34,4 @@ require (
 	golang.org/x/sync v0.16.0 // indirect
 	golang.org/x/sys v0.46.0 // indirect
 	golang.org/x/tools v0.35.0 // indirect
-)
-
-// The construct's module and the engine it builds from, from this repository. An app
-// outside it requires github.com/denorm/denorm/infra at a version instead.
-replace (
-	github.com/denorm/denorm => ../..
-	github.com/denorm/denorm/infra => ../../infra
 )
