@@ -40,6 +40,13 @@ test: vet test-infra test-tools
 	$(GO_ROOT) test -count=1 -run '^$$' ./... >/dev/null
 	$(DDB) run -- bash -c "$(GO_ROOT) test -count=1 -v $(SMOKE_TEST) && $(GO_ROOT) test -p 1 $(GOTEST_FLAGS) ./..."
 
+## tidy: `go mod tidy` in every module. They require each other at the version of the next
+## release, which no proxy serves yet, and `go mod tidy` ignores go.work: tools/modproxy serves
+## the tree's modules at that version from a local proxy directory for the run
+.PHONY: tidy
+tidy:
+	cd tools/modproxy && $(GO) run . tidy
+
 ## test-tools: vet and test the modules under tools/ (the bench's chart, whose plotting
 ## library the engine's module does not require)
 .PHONY: test-tools
