@@ -126,19 +126,20 @@ test-infra:
 	  (cd $$d && $(GO) vet ./... && $(GO) test -count=1 ./...) || exit 1; \
 	done
 
-## synth: build the function, synthesize the stack into infra/cdk.out (pinned aws-cdk CLI from npm)
-synth: build
+## synth: synthesize the stack into infra/cdk.out (pinned aws-cdk CLI from npm); the construct
+## builds the function from this tree (CDK_ARGS="-c code=dist/..." takes a built one instead)
+synth:
 	$(CDK) synth -q --no-notices $(CDK_ARGS)
 	@echo "synth: cloud assembly in infra/cdk.out"
 
-## synth-example: build the function, synthesize examples/existing-table into its cdk.out;
-## name the table: CDK_ARGS="-c tableName=NAME -c streamArn=ARN"
-synth-example: build
+## synth-example: synthesize examples/existing-table into its cdk.out, the function built by
+## the construct; name the table: CDK_ARGS="-c tableName=NAME -c streamArn=ARN"
+synth-example:
 	CDK_APP_DIR=examples/existing-table $(CDK) synth -q --no-notices $(CDK_ARGS)
 	@echo "synth: cloud assembly in examples/existing-table/cdk.out"
 
-## deploy: build and deploy with the environment's AWS credentials (once per account/region: infra/cdk.sh bootstrap)
-deploy: build
+## deploy: synthesize and deploy with the environment's AWS credentials (once per account/region: infra/cdk.sh bootstrap)
+deploy:
 	$(CDK) deploy --no-notices $(CDK_ARGS)
 
 ## localstack-up / -deploy / -smoke / -down: the same stack on LocalStack (needs Docker, see localstack/README.md)
