@@ -118,13 +118,17 @@ EXAMPLES := $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod))
 .PHONY: test-infra synth synth-example deploy localstack-up localstack-deploy localstack-smoke localstack-down
 
 ## test-infra: vet and test the CDK app and construct (synth assertions, cdk-nag), then build,
-## vet and synthesize every example app; offline (Go + Node, no AWS account)
+## vet and synthesize every example app; then tools/modproxy, whose test runs `cdk synth` of
+## examples/existing-table outside the repository, its modules downloaded at the version its
+## go.mod requires from a local proxy serving this tree, and the function built by the
+## construct; no AWS account (Go, Node, the Go module proxy and npm)
 test-infra:
 	cd infra && $(GO) vet ./... && $(GO) test -count=1 ./...
 	@for d in $(EXAMPLES); do \
 	  echo "cd $$d && $(GO) vet ./... && $(GO) test -count=1 ./..."; \
 	  (cd $$d && $(GO) vet ./... && $(GO) test -count=1 ./...) || exit 1; \
 	done
+	cd tools/modproxy && $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
 
 ## synth: synthesize the stack into infra/cdk.out (pinned aws-cdk CLI from npm); the construct
 ## builds the function from this tree (CDK_ARGS="-c code=dist/..." takes a built one instead)
