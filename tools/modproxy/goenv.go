@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -120,29 +119,3 @@ func linkTree(src, dst string, skip [][]string) error {
 const rootModulePath = "github.com/denorm/denorm"
 
 func fileURL(dir string) string { return "file://" + filepath.ToSlash(dir) }
-
-// stripSums removes the lines of the published modules at version from a go.sum file.
-func stripSums(goSum string, published []Module, version string) error {
-	data, err := os.ReadFile(goSum)
-	if err != nil {
-		return err
-	}
-	var kept bytes.Buffer
-	for _, line := range strings.SplitAfter(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 3 && isPublished(f[0], published) && strings.TrimSuffix(f[1], "/go.mod") == version {
-			continue
-		}
-		kept.WriteString(line)
-	}
-	return os.WriteFile(goSum, kept.Bytes(), 0o644)
-}
-
-func isPublished(modPath string, published []Module) bool {
-	for _, m := range published {
-		if m.Path == modPath {
-			return true
-		}
-	}
-	return false
-}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // Tidy runs `go mod tidy` in every module of the repository, outside the workspace, with
@@ -45,4 +47,30 @@ func (r *Repo) Tidy(version string, log io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// stripSums removes the lines of the published modules at version from a go.sum file.
+func stripSums(goSum string, published []Module, version string) error {
+	data, err := os.ReadFile(goSum)
+	if err != nil {
+		return err
+	}
+	var kept bytes.Buffer
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && isPublished(f[0], published) && strings.TrimSuffix(f[1], "/go.mod") == version {
+			continue
+		}
+		kept.WriteString(line)
+	}
+	return os.WriteFile(goSum, kept.Bytes(), 0o644)
+}
+
+func isPublished(modPath string, published []Module) bool {
+	for _, m := range published {
+		if m.Path == modPath {
+			return true
+		}
+	}
+	return false
 }
