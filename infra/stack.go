@@ -15,16 +15,17 @@ import (
 // Context keys the app reads (`cdk synth -c key=value`, or "context" in cdk.json).
 const (
 	ctxRules = "rules" // rules file, relative to infra/
-	ctxCode  = "code"  // directory with the function's bootstrap, or a zip of it
+	ctxCode  = "code"  // directory with a built bootstrap, or a zip of it; default: built at synth
 	ctxDev   = "dev"   // "true": disposable stack (DESTROY, no deletion protection)
-	ctxArch  = "arch"  // "arm64" (default) or "x86_64", the architecture bootstrap was built for
+	ctxArch  = "arch"  // "arm64" (default) or "x86_64", the function's architecture
 	ctxStack = "stack" // stack name
 )
 
 // StackConfig is what one Denorm stack is built from.
 type StackConfig struct {
 	RulesFile string
-	// Code is a directory holding bootstrap or a zip file of it (denormcdk.Props.Code).
+	// Code is a directory holding a built bootstrap or a zip file of it; empty: the
+	// construct builds the function (denormcdk.Props.Code).
 	Code string
 	Dev  bool
 	// Architecture is "arm64" or "x86_64".
@@ -42,7 +43,7 @@ func configFromContext(app constructs.Construct) (StackConfig, string, error) {
 	}
 	cfg := StackConfig{
 		RulesFile:    str(ctxRules, "../rules/social.yaml"),
-		Code:         str(ctxCode, "../dist/streamproc"),
+		Code:         str(ctxCode, ""),
 		Architecture: str(ctxArch, "arm64"),
 	}
 	dev, err := strconv.ParseBool(str(ctxDev, "false"))

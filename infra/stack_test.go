@@ -572,8 +572,8 @@ func TestStackErrors(t *testing.T) {
 		cfg  StackConfig
 		want string
 	}{
-		{"no bootstrap", StackConfig{RulesFile: fixtureRules, Code: t.TempDir()}, "run `make build` first"},
-		{"no code", StackConfig{RulesFile: fixtureRules, Code: "testdata/missing"}, "run `make build` first"},
+		{"no bootstrap", StackConfig{RulesFile: fixtureRules, Code: t.TempDir()}, "no bootstrap in"},
+		{"no code", StackConfig{RulesFile: fixtureRules, Code: "testdata/missing"}, "leave Code empty and the construct builds the function"},
 		{"code not a zip", StackConfig{RulesFile: fixtureRules, Code: fixtureRules}, "not a directory or a zip file"},
 		{"no rules file", StackConfig{RulesFile: "testdata/missing.yaml", Code: t.TempDir()}, "reading rules file"},
 		{"invalid rules", StackConfig{RulesFile: "testdata/invalid.yaml", Code: t.TempDir()}, "testdata/invalid.yaml:"},
@@ -636,7 +636,7 @@ func TestConfigFromContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := StackConfig{RulesFile: "../rules/social.yaml", Code: "../dist/streamproc", Dev: true, Architecture: "x86_64"}
+	want := StackConfig{RulesFile: "../rules/social.yaml", Dev: true, Architecture: "x86_64"}
 	if cfg != want || name != "Denorm-dev" {
 		t.Errorf("got %+v %q, want %+v %q", cfg, name, want, "Denorm-dev")
 	}

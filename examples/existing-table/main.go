@@ -1,11 +1,9 @@
 // Command existingtable is an example CDK app that adds Denorm to a DynamoDB table it does
 // not create: a table the account already has, which an application writes, imported by
 // name and stream ARN. It is its own Go module and uses the construct as any other app
-// would, through github.com/denorm/denorm/infra/denormcdk.
+// would, through github.com/denorm/denorm/infra/denormcdk, which builds the function at synth.
 //
-//	make build   # the function: dist/streamproc/bootstrap
-//	CDK_APP_DIR=examples/existing-table infra/cdk.sh synth \
-//	    -c tableName=Orders -c streamArn=arn:aws:dynamodb:REGION:ACCOUNT:table/Orders/stream/LABEL
+//	cdk synth -c tableName=Orders -c streamArn=arn:aws:dynamodb:REGION:ACCOUNT:table/Orders/stream/LABEL
 package main
 
 import (
@@ -27,7 +25,7 @@ const (
 	ctxTableName = "tableName" // the existing table's name
 	ctxStreamArn = "streamArn" // its stream: aws dynamodb describe-table --query Table.LatestStreamArn
 	ctxRules     = "rules"     // the rules file, default rules.yaml
-	ctxCode      = "code"      // the built function, default ../../dist/streamproc
+	ctxCode      = "code"      // a built function (bootstrap's directory or a zip); default: built at synth
 )
 
 func main() {
@@ -71,7 +69,7 @@ func configFromContext(app constructs.Construct) (Config, error) {
 		TableName: str(ctxTableName, ""),
 		StreamArn: str(ctxStreamArn, ""),
 		RulesFile: str(ctxRules, "rules.yaml"),
-		Code:      str(ctxCode, "../../dist/streamproc"),
+		Code:      str(ctxCode, ""),
 	}
 	if cfg.TableName == "" || cfg.StreamArn == "" {
 		return cfg, errors.New("name the existing table: -c tableName=NAME -c streamArn=ARN " +

@@ -11,22 +11,24 @@ import (
 	"path/filepath"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/constructs-go/constructs/v10"
 )
 
-// checkCode reports why code (Props.Code) holds no bootstrap: it must be a directory holding
-// the executable or a zip file with it at its root.
+// checkCode reports why code (Props.Code) holds no bootstrap: it must be empty (the construct
+// builds the function) or a directory holding the executable or a zip file with it at its root.
 func checkCode(code string) error {
 	if code == "" {
-		return errors.New("Code is required: the directory or zip file `make build` writes (dist/streamproc or dist/streamproc.zip)")
+		return nil
 	}
+	const hint = "leave Code empty and the construct builds the function"
 	st, err := os.Stat(code)
 	switch {
 	case err != nil:
-		return fmt.Errorf("function code: %w (run `make build` first)", err)
+		return fmt.Errorf("function code: %w (%s)", err, hint)
 	case st.IsDir():
 		if st, err := os.Stat(filepath.Join(code, "bootstrap")); err != nil || !st.Mode().IsRegular() {
-			return fmt.Errorf("function code: no bootstrap in %s (run `make build` first)", code)
+			return fmt.Errorf("function code: no bootstrap in %s (%s)", code, hint)
 		}
 		return nil
 	default:
@@ -50,6 +52,24 @@ func zipBootstrap(zr *zip.Reader) (*zip.File, error) {
 		}
 	}
 	return nil, errors.New("no bootstrap at the root of the zip file")
+}
+
+// buildCode builds the function for arch into the app's output directory (buildFunction) and
+// returns the directory holding bootstrap, for stageCode.
+func buildCode(scope constructs.Construct, arch awslambda.Architecture) (string, error) {
+	outdir := awscdk.Stage_Of(scope).AssetOutdir()
+	if outdir == nil || *outdir == "" {
+		return "", fmt.Errorf("building the function: the construct is not inside an App with an output directory")
+	}
+	goarch, err := goArch(arch)
+	if err != nil {
+		return "", err
+	}
+	bootstrap, err := buildFunction(*outdir, goarch)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(bootstrap), nil
 }
 
 // stageCode builds the function's code directory: bootstrap from code and the rules file

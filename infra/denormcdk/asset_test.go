@@ -50,8 +50,8 @@ func TestCheckCode(t *testing.T) {
 	}{
 		{"directory", withBootstrap, ""},
 		{"zip", good, ""},
-		{"empty", "", "Code is required"},
-		{"missing", filepath.Join(dir, "missing"), "run `make build` first"},
+		{"empty: built at synth", "", ""},
+		{"missing", filepath.Join(dir, "missing"), "leave Code empty and the construct builds the function"},
 		{"directory without bootstrap", empty, "no bootstrap in"},
 		{"zip without bootstrap at its root", nested, "no bootstrap at the root of the zip file"},
 		{"neither", notZip, "not a directory or a zip file"},

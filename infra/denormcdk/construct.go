@@ -37,15 +37,23 @@ type Denorm struct {
 
 // New defines a Denorm construct under scope. It reads the rules file, and validates it and
 // the other props first: every problem is returned at once, and nothing is added to scope
-// when there is one.
+// when there is one. Without Props.Code it then builds the function (FunctionPackage) with
+// the go command, in the app's module.
 func New(scope constructs.Construct, id string, props Props) (*Denorm, error) {
 	p := props.withDefaults()
 	compiled, err := p.validate()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}
+	code := p.Code
+	if code == "" {
+		// Before anything is added to scope: a failed build leaves no half-built construct.
+		if code, err = buildCode(scope, p.Architecture); err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	codePath, err := stageCode(c, p.Code, p.RulesFile)
+	codePath, err := stageCode(c, code, p.RulesFile)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}

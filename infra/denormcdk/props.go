@@ -48,8 +48,8 @@ const (
 // The function reads it from DENORM_RULES, relative to its working directory /var/task.
 const RulesFileName = "rules.yaml"
 
-// Props configures a Denorm construct. RulesFile and Code are required; every other field
-// has a default that suits a production table.
+// Props configures a Denorm construct. RulesFile is required; every other field has a
+// default that suits a production table.
 type Props struct {
 	// RulesFile is the path of the rules file (relative paths, like Code's, are relative to
 	// the working directory of the CDK app, where its cdk.json is). The construct loads,
@@ -57,9 +57,13 @@ type Props struct {
 	// table's layout, the event filters and the indexes the function may query; it is
 	// packaged with the function as rules.yaml.
 	RulesFile string
-	// Code is the function's code as `make build` writes it: a directory holding the
-	// `bootstrap` executable (dist/streamproc) or a zip file with `bootstrap` at its root
-	// (dist/streamproc.zip). Only bootstrap is taken from it.
+	// Code is the function's code, already built: a directory holding the `bootstrap`
+	// executable or a zip file with `bootstrap` at its root (what `make build` writes in
+	// Denorm's repository: dist/streamproc, dist/streamproc.zip). Only bootstrap is taken
+	// from it. Empty (the default): the construct builds FunctionPackage at synth for
+	// Architecture with the go command on PATH, in the app's module, so the function is the
+	// version of github.com/denorm/denorm the app's go.mod selects; the build cache makes it
+	// a link after the first synth.
 	Code string
 	// Table is an existing table to attach Denorm to; nil: the construct creates the table
 	// from the rules file's table section. It is either a table of the same app
@@ -82,7 +86,8 @@ type Props struct {
 	// they are retained and the table is protected. An existing Table is never changed.
 	Dev bool
 
-	// Architecture of bootstrap; default ARM64 (cheaper per GB-second, what `make build` emits).
+	// Architecture of the function; default ARM64 (cheaper per GB-second). The construct
+	// builds for it; a Code built for the other one does not run.
 	Architecture awslambda.Architecture
 	MemoryMB     int           // default DefaultMemoryMB
 	Timeout      time.Duration // default DefaultTimeout

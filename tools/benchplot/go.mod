@@ -2,10 +2,8 @@ module github.com/denorm/denorm/tools/benchplot
 
 go 1.26
 
-replace github.com/denorm/denorm => ../..
-
 require (
-	github.com/denorm/denorm v0.0.0-00010101000000-000000000000
+	github.com/denorm/denorm v0.1.0
 	gonum.org/v1/plot v0.15.2
 )
 
