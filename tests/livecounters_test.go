@@ -1,0 +1,203 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/ddbtest"
+	"github.com/denorm/denorm/internal/provision"
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// The shop of issue 31: customers and their orders.
+const shopV1 = "testdata/shop-v1.yaml"
+
+// shop is what the shop's writers believe exists.
+type shop struct {
+	mu        sync.Mutex
+	rnd       *rand.Rand
+	customers []string
+	orders    map[string]string // "customerId#orderId" -> status
+	next      int
+	ops       atomic.Int64
+}
+
+func newShop(seed uint64, customers int) *shop {
+	s := &shop{rnd: rand.New(rand.NewPCG(seed, 31)), orders: map[string]string{}}
+	for i := range customers {
+		s.customers = append(s.customers, fmt.Sprintf("c%02d", i))
+	}
+	return s
+}
+
+// profiles writes every customer's profile.
+func (s *shop) profiles(t *testing.T, db *dynamodb.Client, table string) {
+	t.Helper()
+	for _, c := range s.customers {
+		if _, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table),
+			Item: item{"pk": str("CUSTOMER#" + c), "sk": str("PROFILE"), "name": str("Customer " + c)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func orderKey(k string) item {
+	c, o, _ := strings.Cut(k, "#")
+	return item{"pk": str("CUSTOMER#" + c), "sk": str("ORDER#" + o)}
+}
+
+// step makes one write of the shop: an order placed (pending or paid at once), an order
+// paid, a paid order refunded, an order's amount changed, an order deleted.
+func (s *shop) step(ctx context.Context, db *dynamodb.Client, table string, onlyInserts bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock() // the model and the table change together
+	s.next++
+	op := s.rnd.IntN(20)
+	k, ok := pickKey(&blog{rnd: s.rnd}, s.orders)
+	if onlyInserts || !ok {
+		op = 0
+	}
+	var err error
+	switch {
+	case op < 7:
+		c := s.customers[s.rnd.IntN(len(s.customers))]
+		k = fmt.Sprintf("%s#o%05d", c, s.next)
+		status := "pending"
+		if s.rnd.IntN(3) == 0 {
+			status = "paid"
+		}
+		it := orderKey(k)
+		it["status"], it["amount"] = str(status), num(10+s.rnd.IntN(90))
+		s.orders[k] = status
+		_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: it})
+	case op < 17:
+		status := "paid"
+		switch s.orders[k] {
+		case "paid":
+			status = "refunded"
+		case "refunded":
+			status = "pending"
+		}
+		s.orders[k] = status
+		_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: orderKey(k),
+			UpdateExpression: aws.String("SET #s = :s"), ExpressionAttributeNames: map[string]string{"#s": "status"},
+			ExpressionAttributeValues: item{":s": str(status)}})
+	case op < 19:
+		_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: orderKey(k),
+			UpdateExpression: aws.String("SET amount = :a"), ExpressionAttributeValues: item{":a": num(10 + s.rnd.IntN(90))}})
+	default:
+		delete(s.orders, k)
+		_, err = db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: orderKey(k)})
+	}
+	s.ops.Add(1)
+	return err
+}
+
+// writers runs n clients of the shop, each pausing up to pause between writes, until the
+// returned function is called.
+func (s *shop) writers(t *testing.T, db *dynamodb.Client, table string, n int, pause time.Duration, onlyInserts bool) func() {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(pause/2 + rand.N(pause/2)):
+				}
+				if err := s.step(context.Background(), db, table, onlyInserts); err != nil {
+					t.Errorf("application write: %v", err)
+					return
+				}
+			}
+		})
+	}
+	var once sync.Once
+	return func() { once.Do(func() { close(stop); wg.Wait() }) }
+}
+
+// TestBackfillBeforeTheProcessorStarts is issue 31's second report: a table that held
+// items before its stream was turned on, whose stream is on and whose application writes, backfilled before the stream processor's first
+// start. The mapping then starts at TRIM_HORIZON and applies every write the stream still
+// holds on top of totals that include them. Whatever the backfill does in that order, an
+// exit 0 must mean that verify finds nothing once the stream drains; refused, it runs
+// again once the processor does.
+func TestBackfillBeforeTheProcessorStarts(t *testing.T) {
+	db, _ := ddbtest.Clients(t)
+	table := ddbtest.TableName(t)
+	t.Cleanup(func() { deleteTable(db, table) })
+	ctx := context.Background()
+	f, err := rules.Load(shopV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provision.Ensure(ctx, db, table, f.Table); err != nil {
+		t.Fatal(err)
+	}
+	// The shop's items from before its stream was turned on: on no stream.
+	stream(t, db, table, false)
+	s := newShop(9, 20)
+	s.profiles(t, db, table)
+	for range 100 {
+		if err := s.step(ctx, db, table, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stream(t, db, table, true)
+	stopWriters := s.writers(t, db, table, 1, 200*time.Millisecond, false)
+	defer stopWriters()
+	time.Sleep(time.Second)
+
+	// 1. Backfilled first: no stream processor has ever run on this table.
+	backfill := []string{"backfill", "--rules", shopV1, "--table", table, "--settle", "1s", "--no-progress"}
+	code, out := denorm(t, backfill...)
+
+	// 2. The processor starts: a new mapping, at TRIM_HORIZON.
+	p := startRules(t, shopV1, table, filepath.Join(t.TempDir(), "mapping.json"))
+	defer p.Close()
+	if code != 0 {
+		// Refused: it must say why, and run now that the processor does.
+		if code != 3 || !strings.Contains(out, "stream processor") {
+			t.Errorf("the backfill before the processor exited %d, want 3 with the reason in terms of the stream processor:\n%s", code, out)
+		}
+		for run := 1; ; run++ {
+			code, _ := denorm(t, backfill...)
+			if code == 0 {
+				break
+			}
+			if code != 1 || run == 6 {
+				t.Fatalf("backfill after the processor started, run %d, exited %d", run, code)
+			}
+		}
+	}
+	stopWriters()
+	drain(t, p)
+	if code, _ := denorm(t, "verify", "--rules", shopV1, "--table", table, "--no-progress", "--examples", "10"); code != 0 {
+		t.Errorf("verify exited %d once the stream drained, want 0: a backfill exited 0 and left counters wrong", code)
+	}
+	t.Logf("%d writes in all", s.ops.Load())
+}
+
+// stream turns the table's stream on (NEW_AND_OLD_IMAGES) or off.
+func stream(t *testing.T, db *dynamodb.Client, table string, on bool) {
+	t.Helper()
+	spec := &types.StreamSpecification{StreamEnabled: aws.Bool(on)}
+	if on {
+		spec.StreamViewType = types.StreamViewTypeNewAndOldImages
+	}
+	if _, err := db.UpdateTable(context.Background(), &dynamodb.UpdateTableInput{TableName: aws.String(table), StreamSpecification: spec}); err != nil {
+		t.Fatalf("turning the stream of %s on=%t: %v", table, on, err)
+	}
+}
