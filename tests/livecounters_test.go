@@ -20,8 +20,12 @@ import (
 	"github.com/denorm/denorm/internal/rules"
 )
 
-// The shop of issue 31: customers and their orders.
-const shopV1 = "testdata/shop-v1.yaml"
+// The shop of issue 31: customers and their orders, before and after a count and a sum of
+// paid orders are added.
+const (
+	shopV1 = "testdata/shop-v1.yaml"
+	shopV2 = "testdata/shop-v2.yaml"
+)
 
 // shop is what the shop's writers believe exists.
 type shop struct {
@@ -126,6 +130,81 @@ func (s *shop) writers(t *testing.T, db *dynamodb.Client, table string, n int, p
 	}
 	var once sync.Once
 	return func() { once.Do(func() { close(stop); wg.Wait() }) }
+}
+
+// TestBackfillOfNewCountersWhileWriting is issue 31's first report: a count and a sum are
+// added to a shop's rules while its writers place, pay and refund orders. The new rules are
+// deployed, so the stream processor counts every change from then on into counters that
+// hold only those changes; the plan's backfill runs with the writers still writing, again
+// while it exits 1. A backfill that exits 0 must leave nothing for verify to find once the
+// stream drains, however the live counters and the scan's totals happened to compare: a
+// counter made of live changes alone that equals the scan's stale total is as wrong as one
+// that differs.
+func TestBackfillOfNewCountersWhileWriting(t *testing.T) {
+	db, _ := ddbtest.Clients(t) // skips without an emulator
+	table := ddbtest.TableName(t)
+	ckpt := filepath.Join(t.TempDir(), "mapping.json")
+	t.Cleanup(func() { deleteTable(db, table) })
+	ctx := context.Background()
+
+	p := startRules(t, shopV1, table, ckpt)
+	s := newShop(5, 40)
+	s.profiles(t, db, table)
+	for range 300 {
+		if err := s.step(ctx, db, table, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, p)
+	if code, _ := denorm(t, "verify", "--rules", shopV1, "--table", table, "--no-progress"); code != 0 {
+		t.Fatalf("the old rules do not hold before the change (exit %d)", code)
+	}
+
+	stopWriters := s.writers(t, db, table, 1, 150*time.Millisecond, false)
+	defer stopWriters()
+	time.Sleep(300 * time.Millisecond)
+
+	code, plan := denorm(t, "diff", shopV1, shopV2, "--table", table)
+	if code != 1 {
+		t.Fatalf("denorm diff exited %d, want 1", code)
+	}
+	cmds := commandsOf(plan)
+	if len(cmds) != 2 || cmds[0][0] != "backfill" || cmds[1][0] != "verify" {
+		t.Fatalf("the plan's commands are %v, want a backfill and a verify", cmds)
+	}
+
+	// Deploy: the mapping resumes where the old rules stopped, with the new ones.
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p = startRules(t, shopV2, table, ckpt)
+	defer p.Close()
+	time.Sleep(time.Second) // the new rules count a few changes before the backfill starts
+
+	before := s.ops.Load()
+	for run := 1; ; run++ {
+		code, _ := denorm(t, append(cmds[0], "--settle", "1s", "--page-size", "10", "--no-progress")...)
+		if code == 0 {
+			break
+		}
+		if code != 1 || run == 6 {
+			t.Fatalf("backfill run %d exited %d", run, code)
+		}
+	}
+	if during := s.ops.Load() - before; during == 0 {
+		t.Fatal("no application write during the backfill: the test proves nothing")
+	} else {
+		t.Logf("the shop made %d writes during the backfill", during)
+	}
+
+	stopWriters()
+	drain(t, p)
+	if code, _ := denorm(t, append(cmds[1], "--no-progress", "--examples", "10")...); code != 0 {
+		t.Errorf("verify of the backfilled rules exited %d, want 0: the backfill exited 0 and left counters wrong", code)
+	}
+	if code, _ := denorm(t, "verify", "--rules", shopV2, "--table", table, "--no-progress"); code != 0 {
+		t.Errorf("verify of every rule exited %d, want 0", code)
+	}
 }
 
 // TestBackfillBeforeTheProcessorStarts is issue 31's second report: a table that held

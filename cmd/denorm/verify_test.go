@@ -165,7 +165,7 @@ func TestBackfillCommand(t *testing.T) {
 	}
 
 	// A checkpoint written for another table is not resumed.
-	if err := os.WriteFile(cp, []byte(`{"version":1,"table":"other","rules":"x","segments":4,"rounds":[]}`), 0o644); err != nil {
+	if err := os.WriteFile(cp, []byte(`{"version":2,"table":"other","rules":"x","segments":4,"rounds":[]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errOut = denorm(t, append([]string{"backfill", "--checkpoint", cp}, base...)...)
