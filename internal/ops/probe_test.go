@@ -50,7 +50,8 @@ func answering(t *testing.T, fx *fixture, names []string) (stop func()) {
 // TestCheckProcessor: before it writes a count or sum, a backfill asks the stream processor
 // through a probe item. No answer, or an answer from a processor without a rule the
 // backfill writes, refuses the backfill; an answer with every rule lets it run. Either
-// way the probe is gone afterwards; a backfill without counters asks nothing.
+// way the probe is gone afterwards; a backfill without counters asks nothing, and one on a
+// table without a stream is refused without a probe.
 func TestCheckProcessor(t *testing.T) {
 	fx := newFixture(t, nil)
 	f, err := rules.Load("../../rules/social.yaml")
@@ -98,4 +99,14 @@ func TestCheckProcessor(t *testing.T) {
 			}
 		})
 	}
+	t.Run("no stream", func(t *testing.T) {
+		if _, err := fx.db.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(fx.table),
+			StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(false)}}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ops.CheckProcessor(ctx, fx.db, fx.table, evOf("post-comment-count"), 500*time.Millisecond)
+		if !errors.Is(err, ops.ErrNoProcessor) || !strings.Contains(err.Error(), "has no stream") {
+			t.Fatalf("err %v, want ErrNoProcessor saying the table has no stream", err)
+		}
+	})
 }
