@@ -264,7 +264,7 @@ func (r *runner) recount(ctx context.Context, pool chan *repairer, ts []*counter
 			}
 		}
 	}
-	pending := ts
+	pending := append([]*counterTarget(nil), ts...)
 	for attempt := 0; attempt < recountAttempts && len(pending) > 0 && ctx.Err() == nil; attempt++ {
 		each(pool, pending, func(rp *repairer, t *counterTarget) {
 			t.snap, t.err = rp.db.getState(ctx, t.key)
