@@ -648,7 +648,8 @@ func TestConfigFromContext(t *testing.T) {
 
 // TestFiltersFromRules checks what the compiled filters let through, by evaluating them the
 // way Lambda does for the partition key: rule entities pass, reserved items do not, except
-// the fan-out job items whose records continue a paged fan-out.
+// the fan-out job items whose records continue a paged fan-out and the probes the
+// function answers.
 func TestFiltersFromRules(t *testing.T) {
 	if len(fixture.FilterPatterns) == 0 {
 		t.Fatal("the fixture's rules compile to no event filters: every record would reach the function")
@@ -657,6 +658,7 @@ func TestFiltersFromRules(t *testing.T) {
 		"USER#u1":             true, // User: source of comment-author
 		"POST#p1":             true, // Post and Comment
 		"_dn#job#123":         true, // fan-out continuation
+		"_dn#probe#123":       true, // a backfill's probe, answered by the function
 		"_dn#marker#evt-1":    false,
 		"_dn#wm#POST#p1":      false,
 		"GROUP#g1":            false, // no rule reads it in the fixture

@@ -17,7 +17,7 @@ func init() {
 // say: it is verify --repair with a write-capacity cap, a checkpoint to resume from, and a
 // dry run. Interrupted (Ctrl-C), it saves the checkpoint and says how to resume.
 func runBackfill(ctx context.Context, args []string) error {
-	fs := newFlags("backfill", "(FILE | --rules FILE) --table NAME [--endpoint URL] [--rule NAME | --only RULE,...] [--settle D] [--segments N] [--max-wcu N] [--dry-run] [--checkpoint FILE]")
+	fs := newFlags("backfill", "(FILE | --rules FILE) --table NAME [--endpoint URL] [--rule NAME | --only RULE,...] [--settle D] [--processor-wait D | --no-processor-check] [--segments N] [--max-wcu N] [--dry-run] [--checkpoint FILE]")
 	var o opsFlags
 	// Small pages keep the checkpoint close behind the writes: an interrupted page is
 	// redone, and a 1 MB page can hold thousands of writes at the capacity cap.
@@ -37,6 +37,11 @@ func runBackfill(ctx context.Context, args []string) error {
 	}
 	cfg.Repair = !*dryRun
 	cfg.Checkpoint = *checkpoint
+	if cfg.Repair {
+		if err := o.checkProcessor(ctx, &cfg, os.Stderr); err != nil {
+			return err
+		}
+	}
 	rep, err := ops.Run(ctx, cfg)
 	if rep != nil {
 		if perr := o.print(os.Stdout, rep); perr != nil && err == nil {

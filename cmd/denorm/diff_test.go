@@ -96,6 +96,7 @@ func TestRuleChangeFlags(t *testing.T) {
 			`no rule "nope" in ` + social + " (rules: comment-author, member-name"},
 		{"backfill --rule and --only", []string{"backfill", social, "--table", "Social", "--only", "a", "--rule", "b"}, "--rule and --only cannot be used together"},
 		{"backfill negative settle", []string{"backfill", social, "--table", "Social", "--settle", "-1s"}, "--settle cannot be negative"},
+		{"backfill negative processor wait", []string{"backfill", social, "--table", "Social", "--processor-wait", "-1s"}, "--processor-wait cannot be negative"},
 		{"verify unknown rule", []string{"verify", social, "--table", "Social", "--only", "x,y"}, `no rule "x", "y"`},
 		{"cleanup without rules named", []string{"cleanup", social, "--table", "Social"}, "name the rules to clean up with --only"},
 		{"cleanup unknown rule", []string{"cleanup", social, "--table", "Social", "--only", "nope"}, `no rule "nope"`},

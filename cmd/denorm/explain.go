@@ -83,6 +83,9 @@ func explain(w io.Writer, set *rules.Set, event []byte) error {
 	b := plan.Coalesce(plans)
 	fmt.Fprintf(w, "batch: %d version-guarded writes, %d fan-outs, %d pulls, %d watermarked counter states (one UpdateItem each, then the copy onto the target), %d relay writes (one UpdateItem per source and target in another partition), %d events with marker-guarded deltas (TransactWriteItems), %d counter targets the application wrote (one read of the state, a copy when it differs), %d fan-out jobs to continue\n",
 		len(b.Writes), len(b.FanOuts), len(b.Pulls), len(b.Watermarked), len(b.Relays), len(b.Marked), len(b.Refreshes), len(b.Jobs))
+	if len(b.Probes) > 0 {
+		fmt.Fprintf(w, "batch: %d probes to answer (one UpdateItem each, after the batch's other writes)\n", len(b.Probes))
+	}
 	tops := 0
 	for _, g := range b.Extremes {
 		if g.Rule.Kind == rules.KindTop {

@@ -31,6 +31,8 @@ type opsFlags struct {
 	json, noProgress             bool
 	only                         string        // comma-separated rule names (only.go)
 	settle                       time.Duration // counter recounts (docs/operations.md)
+	processorWait                time.Duration // the stream processor's answer to a probe (0: from settle)
+	noProcessorCheck             bool
 }
 
 func (o *opsFlags) register(fs *flag.FlagSet, defaultWCU float64, defaultPage int) {
@@ -135,6 +137,11 @@ func runVerify(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg.Repair = *repair
+	if *repair {
+		if err := o.checkProcessor(ctx, &cfg, os.Stderr); err != nil {
+			return err
+		}
+	}
 	rep, err := ops.Run(ctx, cfg)
 	if rep != nil {
 		if perr := o.print(os.Stdout, rep); perr != nil && err == nil {

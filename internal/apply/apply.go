@@ -133,6 +133,8 @@ func (x *Executor) Apply(ctx context.Context, b *plan.Batch) Result {
 	r.parallel(len(b.Refreshes), func(i int) (int, error) { return b.Refreshes[i].Rec, r.refresh(&b.Refreshes[i].Refresh) })
 	// Max and min after the writes, so a recompute sees the sources the batch mirrored.
 	r.parallel(len(b.Extremes), func(i int) (int, error) { return b.Extremes[i].Rec, r.extreme(&b.Extremes[i]) })
+	// Probes last: their answer says that the records before them are applied.
+	r.answerProbes(b.Probes)
 	x.pulls.observe(r.stats)
 	return Result{Failed: r.failed, Err: r.err, Stats: r.stats}
 }

@@ -442,3 +442,50 @@ func n(v types.AttributeValue) int {
 	}
 	return 0
 }
+
+// TestProbeAnsweredOnceTheRecordsBeforeItAreApplied: a backfill's probe (rules.ProbePrefix)
+// is answered with the names of the rules, and only when every record before it in its
+// batch was applied: a failed earlier record makes the batch come again, probe included.
+func TestProbeAnsweredOnceTheRecordsBeforeItAreApplied(t *testing.T) {
+	e := newEnv(t, apply.Options{})
+	e.api.failAfter = -1
+	e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#c1", "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#c1", "status": "visible"})
+	probe := map[string]string{"pk": rules.ProbePrefix + "1", "sk": rules.ProbePrefix}
+	e.put(probe)
+	batch := e.records()
+	if len(batch) != 2 {
+		t.Fatalf("%d records, want the comment's and the probe's", len(batch))
+	}
+	answer := func() types.AttributeValue {
+		t.Helper()
+		out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(e.table), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: probe["pk"]}, "sk": &types.AttributeValueMemberS{Value: probe["sk"]}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Item[rules.ProbeAnswerAttr]
+	}
+	e.failingOn(rules.StatePrefix+"POST#p1", batch, 0)
+	if a := answer(); a != nil {
+		t.Fatalf("the probe was answered (%v) though the comment before it failed", a)
+	}
+	if i := e.invoke(batch); i != len(batch) {
+		t.Fatalf("redelivery failed at record %d", i)
+	}
+	got, ok := answer().(*types.AttributeValueMemberL)
+	if !ok {
+		t.Fatalf("the probe was not answered: %v", answer())
+	}
+	var names []string
+	for _, v := range got.Value {
+		names = append(names, v.(*types.AttributeValueMemberS).Value)
+	}
+	if want := "comment-author post-comment-count post-like-total user-post-count"; strings.Join(names, " ") != want {
+		t.Errorf("answer %q, want the rules %q", names, want)
+	}
+	// The answer's own record (with the state item's, which the event filter drops) asks
+	// for nothing.
+	if recs := e.records(); e.invoke(recs) != len(recs) {
+		t.Fatal("the answer's record failed")
+	}
+}

@@ -70,11 +70,27 @@ func (s Seen) Merge(o Seen) {
 	}
 }
 
-// Checked is what the second pass found for one item.
+// Checked is what the targets pass found for one item.
 type Checked struct {
-	Rules    []int // the rules item is a target of
-	Drifts   []Drift
+	Rules  []int // the rules item is a target of
+	Drifts []Drift
+	// Counters has one entry per count and sum rule the item is a target of, whether its
+	// copy differs from the scan's total (Attrs set) or not: a repair decides every one
+	// from the target's state (runner.counters), a verify reports those that differ.
+	Counters []Drift
 	Problems []Problem
+}
+
+// Differing returns the drifts of c, with the counters whose copy differs from the scan's
+// total: what a verify reports.
+func (c Checked) Differing() []Drift {
+	out := c.Drifts
+	for _, d := range c.Counters {
+		if len(d.Attrs) > 0 {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Check compares item, as a target of the rules in which, with what the sources expect,
@@ -129,9 +145,11 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 				continue // DynamoDB's TTL deletes it; its sources add to nothing
 			}
 			total := exp.Totals[i][key]
+			d := Drift{Rule: i, Kind: Differs, Key: key, Got: item, Total: total}
 			if a, drift := counterDiff(r, item, total); drift {
-				out.Drifts = append(out.Drifts, Drift{Rule: i, Kind: Differs, Key: key, Attrs: []AttrDiff{a}, Got: item, Total: total})
+				d.Attrs = []AttrDiff{a}
 			}
+			out.Counters = append(out.Counters, d)
 		case rules.KindMax, rules.KindMin:
 			seen[i][key] = true
 			if w.ev.expiredBucket(r, key) {

@@ -103,7 +103,7 @@ func TestCheck(t *testing.T) {
 			if !reflect.DeepEqual(gotRules, tc.rules) {
 				t.Errorf("target of %v, want %v", gotRules, tc.rules)
 			}
-			if got := describeDrifts(ev, c.Drifts); !reflect.DeepEqual(got, tc.want) {
+			if got := describeDrifts(ev, c.Differing()); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("drift\n got %q\nwant %q", got, tc.want)
 			}
 			if len(c.Problems) > 0 {
@@ -140,7 +140,7 @@ func TestCheckOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := w.Check(tc.item, ev.All(), exp, ev.NewSeen())
-			if got := describeDrifts(ev, c.Drifts); !reflect.DeepEqual(got, tc.want) {
+			if got := describeDrifts(ev, c.Differing()); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("drift\n got %q\nwant %q", got, tc.want)
 			}
 		})

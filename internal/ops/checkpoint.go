@@ -15,12 +15,13 @@ import (
 	"github.com/denorm/denorm/internal/value"
 )
 
-// checkpointVersion changes when the file's meaning does.
-const checkpointVersion = 1
+// checkpointVersion changes when the file's meaning does (2: the states pass).
+const checkpointVersion = 2
 
 // state is a run's progress: per round (a level of rules), per pass, per scan segment, where
-// the scan stopped and whether it finished, with what the pages so far produced (the first
-// pass's partial expectations, the second pass's seen targets and counts). It is what the
+// the scan stopped and whether it finished, with what the pages so far produced (the
+// states pass's versions, the sources pass's partial expectations, the targets pass's seen
+// targets and counts). It is what the
 // checkpoint file holds, so an interrupted run resumes each unfinished segment at its last
 // key and skips finished ones.
 type state struct {
@@ -34,11 +35,62 @@ type state struct {
 
 type roundState struct {
 	Rules []string `json:"rules"`
-	// Passes[0] reads sources, Passes[1] checks (and repairs) targets.
-	Passes [2][]*segState `json:"passes"`
+	// Passes[passStates] reads the versions of the state items (a repairing round with
+	// count or sum rules only), Passes[passSources] reads sources, Passes[passTargets]
+	// checks (and repairs) targets.
+	Passes [3][]*segState `json:"passes"`
 	// Final is the count of the missing-target phase, recorded when the round is done.
 	Final map[string]*RuleStats `json:"final,omitempty"`
 	Done  bool                  `json:"done"`
+	// Written is the version each state item was left at by this round's own writes, so
+	// that a page handled again after an interruption does not take them for deltas.
+	Written []versionJSON `json:"written,omitempty"`
+	mu      sync.Mutex
+	written map[plan.Key]uint64 // live form of Written
+}
+
+// MarshalJSON encodes rs with the versions its writes left.
+func (rs *roundState) MarshalJSON() ([]byte, error) {
+	type plain roundState
+	rs.mu.Lock()
+	rs.Written = rs.Written[:0]
+	for k, v := range rs.written {
+		rs.Written = append(rs.Written, versionJSON{Key: kj(k), Version: v})
+	}
+	rs.mu.Unlock()
+	return json.Marshal((*plain)(rs))
+}
+
+// stateVersions is what a round knows of the versions of its state items: those the
+// states pass read, and those its own writes left (counters.go).
+type stateVersions struct {
+	read map[plan.Key]uint64
+	rs   *roundState
+}
+
+// ours reports whether version v of target k's state is the one this round's own last
+// write of it left.
+func (sv stateVersions) ours(k plan.Key, v uint64) bool {
+	if sv.rs == nil {
+		return false
+	}
+	sv.rs.mu.Lock()
+	defer sv.rs.mu.Unlock()
+	w, ok := sv.rs.written[k]
+	return ok && w == v
+}
+
+// wrote records that this round's write left target k's state at version v.
+func (sv stateVersions) wrote(k plan.Key, v uint64) {
+	if sv.rs == nil {
+		return
+	}
+	sv.rs.mu.Lock()
+	defer sv.rs.mu.Unlock()
+	if sv.rs.written == nil {
+		sv.rs.written = map[plan.Key]uint64{}
+	}
+	sv.rs.written[k] = v
 }
 
 // segState is one segment of one pass. Its worker updates it under mu after each page.
@@ -50,8 +102,10 @@ type segState struct {
 	Stats    map[string]*RuleStats `json:"stats,omitempty"`
 	Expect   *expectJSON           `json:"expect,omitempty"`
 	Seen     map[string][]keyJSON  `json:"seen,omitempty"`
-	exp      *Expected             // pass 1: partial expectations (live form of Expect)
-	seen     Seen                  // pass 2: targets met (live form of Seen)
+	Versions []versionJSON         `json:"versions,omitempty"`
+	vers     map[plan.Key]uint64   // states pass: each state item's version, by target (live form of Versions)
+	exp      *Expected             // sources pass: partial expectations (live form of Expect)
+	seen     Seen                  // targets pass: targets met (live form of Seen)
 	ev       *Evaluator
 	restored bool
 }
@@ -67,7 +121,16 @@ func (s *segState) MarshalJSON() ([]byte, error) {
 	if s.seen != nil {
 		c.Seen = encodeSeen(s.ev, s.seen)
 	}
+	for k, v := range s.vers {
+		c.Versions = append(c.Versions, versionJSON{Key: kj(k), Version: v})
+	}
 	return json.Marshal(&c)
+}
+
+// versionJSON is a state item's version as the states pass read it, by its target's key.
+type versionJSON struct {
+	Key     keyJSON `json:"k"`
+	Version uint64  `json:"v"`
 }
 
 // newState is a fresh run over rounds.
@@ -113,6 +176,13 @@ func loadState(path string, want *state, ev *Evaluator) (*state, error) {
 			ErrCheckpointMismatch, path, st.Segments, st.Repair, len(st.Rounds), want.Segments, want.Repair, len(want.Rounds))
 	}
 	for r, rs := range st.Rounds {
+		if rs.Written != nil {
+			rs.written = map[plan.Key]uint64{}
+			for _, v := range rs.Written {
+				rs.written[v.Key.key()] = v.Version
+			}
+			rs.Written = nil
+		}
 		for p := range rs.Passes {
 			if len(rs.Passes[p]) != st.Segments {
 				return nil, fmt.Errorf("%w: %s round %d pass %d has %d segments", ErrCheckpointMismatch, path, r+1, p+1, len(rs.Passes[p]))
@@ -130,6 +200,13 @@ func loadState(path string, want *state, ev *Evaluator) (*state, error) {
 						return nil, fmt.Errorf("reading checkpoint %s: %w", path, err)
 					}
 					s.Seen = nil
+				}
+				if s.Versions != nil {
+					s.vers = map[plan.Key]uint64{}
+					for _, v := range s.Versions {
+						s.vers[v.Key.key()] = v.Version
+					}
+					s.Versions = nil
 				}
 			}
 		}

@@ -113,6 +113,16 @@ func NewEvaluatorFor(f *rules.File, only []string) (*Evaluator, error) {
 	return ev, nil
 }
 
+// hasCounters reports whether any of the rules in which is a count or sum.
+func (ev *Evaluator) hasCounters(which []int) bool {
+	for _, i := range which {
+		if ev.rules[i].r.Kind.Aggregate() {
+			return true
+		}
+	}
+	return false
+}
+
 // Rules returns the evaluated rules in file order.
 func (ev *Evaluator) Rules() []*rules.CompiledRule {
 	out := make([]*rules.CompiledRule, len(ev.rules))

@@ -345,7 +345,8 @@ func (s *slowScan) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...fun
 	return out, err
 }
 
-// checkpointDone reads which segments of round r, pass p a checkpoint file says are done.
+// checkpointDone reads which segments of round r, pass p (0 states, 1 sources, 2 targets) a
+// checkpoint file says are done.
 func checkpointDone(t *testing.T, path string, r, p int) []bool {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -354,7 +355,7 @@ func checkpointDone(t *testing.T, path string, r, p int) []bool {
 	}
 	var cp struct {
 		Rounds []struct {
-			Passes [2][]struct {
+			Passes [3][]struct {
 				Done bool `json:"done"`
 			} `json:"passes"`
 		} `json:"rounds"`
@@ -367,6 +368,18 @@ func checkpointDone(t *testing.T, path string, r, p int) []bool {
 		out = append(out, s.Done)
 	}
 	return out
+}
+
+// passOf is the report of pass p of round 1.
+func passOf(t *testing.T, rep *ops.Report, p int) ops.PassReport {
+	t.Helper()
+	for _, pr := range rep.Passes {
+		if pr.Round == 1 && pr.Pass == p {
+			return pr
+		}
+	}
+	t.Fatalf("no report of round 1, pass %d in %+v", p, rep.Passes)
+	return ops.PassReport{}
 }
 
 func count(bs []bool) (n int) {
@@ -416,29 +429,35 @@ func TestBackfillResumes(t *testing.T) {
 	}
 
 	// 1. Interrupted in the sources pass: segments 0 and 1 done, 2 and 3 part way.
-	rep1, _ := interruptAfter(0)
-	done := checkpointDone(t, cp, 0, 0)
-	t.Logf("run 1: pass 1 segments done %v, %d items scanned", done, rep1.Passes[0].Scanned)
+	rep1, _ := interruptAfter(1)
+	if p0 := passOf(t, rep1, 0); p0.Segments != 4 || p0.Scanned != total {
+		t.Fatalf("run 1, states pass: %+v, want the %d items once", p0, total)
+	}
+	done := checkpointDone(t, cp, 0, 1)
+	t.Logf("run 1: pass 1 segments done %v, %d items scanned", done, passOf(t, rep1, 1).Scanned)
 	if count(done) < 2 || count(done) == 4 {
 		t.Fatalf("after run 1, done segments %v: want 2 or 3 of 4", done)
 	}
-	if rep1.Passes[0].Scanned >= total {
-		t.Fatalf("run 1 scanned %d of %d items: not interrupted", rep1.Passes[0].Scanned, total)
+	if passOf(t, rep1, 1).Scanned >= total {
+		t.Fatalf("run 1 scanned %d of %d items: not interrupted", passOf(t, rep1, 1).Scanned, total)
 	}
 
 	// 2. Resumed, interrupted in the repair pass.
-	rep2, _ := interruptAfter(1)
+	rep2, _ := interruptAfter(2)
 	if !rep2.Resumed {
 		t.Fatal("run 2 did not resume")
 	}
-	p1 := rep2.Passes[0]
+	if p0 := passOf(t, rep2, 0); p0.Segments != 0 || p0.Skipped != 4 {
+		t.Fatalf("run 2 redid the states pass: %+v", p0)
+	}
+	p1 := passOf(t, rep2, 1)
 	if p1.Skipped != count(done) || p1.Segments != 4-count(done) {
 		t.Fatalf("run 2, pass 1: %d segments scanned, %d skipped; want %d and %d", p1.Segments, p1.Skipped, 4-count(done), count(done))
 	}
-	if got := rep1.Passes[0].Scanned + p1.Scanned; got != total {
-		t.Fatalf("pass 1 scanned %d + %d = %d items over two runs, want each of the %d once", rep1.Passes[0].Scanned, p1.Scanned, got, total)
+	if got := passOf(t, rep1, 1).Scanned + p1.Scanned; got != total {
+		t.Fatalf("pass 1 scanned %d + %d = %d items over two runs, want each of the %d once", passOf(t, rep1, 1).Scanned, p1.Scanned, got, total)
 	}
-	done2 := checkpointDone(t, cp, 0, 1)
+	done2 := checkpointDone(t, cp, 0, 2)
 	t.Logf("run 2: pass 1 resumed %d segments (%d items), pass 2 segments done %v", p1.Segments, p1.Scanned, done2)
 	if count(done2) < 2 || count(done2) == 4 {
 		t.Fatalf("after run 2, pass 2 done segments %v: want 2 or 3 of 4", done2)
@@ -454,10 +473,10 @@ func TestBackfillResumes(t *testing.T) {
 		rep3.WriteText(&b)
 		t.Fatalf("run 3: resumed %v, unrepaired %d, problems %d\n%s", rep3.Resumed, rep3.Unrepaired, rep3.Problems, b.String())
 	}
-	if p := rep3.Passes[0]; p.Round != 1 || p.Pass != 1 || p.Segments != 0 || p.Skipped != 4 || p.Scanned != 0 {
+	if p := passOf(t, rep3, 1); p.Segments != 0 || p.Skipped != 4 || p.Scanned != 0 {
 		t.Errorf("run 3 redid the sources pass: %+v", p)
 	}
-	if p := rep3.Passes[1]; p.Skipped != count(done2) || p.Segments != 4-count(done2) {
+	if p := passOf(t, rep3, 2); p.Skipped != count(done2) || p.Segments != 4-count(done2) {
 		t.Errorf("run 3, pass 2: %+v, want %d skipped", p, count(done2))
 	}
 	if _, err := os.Stat(cp); !errors.Is(err, os.ErrNotExist) {

@@ -9,14 +9,27 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/denorm/denorm/internal/counter"
+	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/rules"
 )
 
-// pass scans every unfinished segment of pass p of round ri in parallel. Pass 0 adds each
-// page's sources to the segment's expectations; pass 1 checks each page's targets against
-// exp and repairs them. A segment's state (last key, counts, partial results) advances only
-// after its page is fully handled, so a resumed run neither skips nor repeats a page's work.
-func (r *runner) pass(ctx context.Context, ri, p int, which []int, exp *Expected) error {
+// The passes of a round, in the order they run; a report numbers them so (the states pass
+// is 0: only repairing rounds with count or sum rules make it).
+const (
+	passStates  = 0 // the versions of the state items
+	passSources = 1 // the sources: what the targets should hold
+	passTargets = 2 // the targets: compared, and repaired
+)
+
+// pass scans every unfinished segment of pass p of round ri in parallel. The states pass
+// keeps each page's state item versions; the sources pass adds each page's sources to the
+// segment's expectations; the targets pass checks each page's targets against exp and
+// repairs them (counters by versions). A segment's state (last key, counts, partial
+// results) advances only after its page is fully handled, so a resumed run neither skips
+// nor repeats a page's work.
+func (r *runner) pass(ctx context.Context, ri, p int, which []int, exp *Expected, sv stateVersions) error {
 	ev := r.cfg.Eval
 	segs := r.st.Rounds[ri].Passes[p]
 	pr := r.passReport(ri, p)
@@ -33,10 +46,13 @@ func (r *runner) pass(ctx context.Context, ri, p int, which []int, exp *Expected
 			continue
 		}
 		seg.mu.Lock()
-		if p == 0 && seg.exp == nil {
+		if p == passStates && seg.vers == nil {
+			seg.vers = map[plan.Key]uint64{}
+		}
+		if p == passSources && seg.exp == nil {
 			seg.exp = ev.NewExpected()
 		}
-		if p == 1 && seg.seen == nil {
+		if p == passTargets && seg.seen == nil {
 			seg.seen = ev.NewSeen()
 		}
 		if seg.Stats == nil {
@@ -50,7 +66,7 @@ func (r *runner) pass(ctx context.Context, ri, p int, which []int, exp *Expected
 		wg.Add(1)
 		go func(s int, seg *segState) {
 			defer wg.Done()
-			if err := r.segment(ctx, ri, p, s, seg, which, exp); err != nil {
+			if err := r.segment(ctx, ri, p, s, seg, which, exp, sv); err != nil {
 				errMu.Lock()
 				if first == nil {
 					first = err
@@ -68,7 +84,7 @@ func (r *runner) pass(ctx context.Context, ri, p int, which []int, exp *Expected
 }
 
 // segment scans one segment to its end.
-func (r *runner) segment(ctx context.Context, ri, p, s int, seg *segState, which []int, exp *Expected) error {
+func (r *runner) segment(ctx context.Context, ri, p, s int, seg *segState, which []int, exp *Expected, sv stateVersions) error {
 	ev := r.cfg.Eval
 	w := ev.NewWorker()
 	pool := make(chan *repairer, r.cfg.Concurrency)
@@ -98,10 +114,15 @@ func (r *runner) segment(ctx context.Context, ri, p, s int, seg *segState, which
 		if err != nil {
 			return err
 		}
-		if p == 0 {
+		switch p {
+		case passStates:
+			r.observeStates(seg, out.Items)
+		case passSources:
 			r.observe(w, seg, which, out.Items)
-		} else if err := r.check(ctx, w, pool, seg, which, exp, out.Items); err != nil {
-			return err
+		default:
+			if err := r.check(ctx, w, pool, seg, which, exp, sv, out.Items); err != nil {
+				return err
+			}
 		}
 		n := int64(len(out.Items))
 		seg.mu.Lock()
@@ -133,6 +154,18 @@ func (r *runner) segment(ctx context.Context, ri, p, s int, seg *segState, which
 	}
 }
 
+// observeStates keeps the version of each state item of a page, by its target's key.
+func (r *runner) observeStates(seg *segState, items []map[string]types.AttributeValue) {
+	spec := r.cfg.Eval.spec
+	seg.mu.Lock()
+	defer seg.mu.Unlock()
+	for _, it := range items {
+		if k, ok := counter.TargetOf(itemKey(spec, record.Item(it))); ok {
+			seg.vers[k] = counter.Version(it[rules.StateVersionAttr])
+		}
+	}
+}
+
 // observe adds a page's sources to the segment's expectations.
 func (r *runner) observe(w *Worker, seg *segState, which []int, items []map[string]types.AttributeValue) {
 	seg.mu.Lock()
@@ -147,11 +180,11 @@ func (r *runner) observe(w *Worker, seg *segState, which []int, items []map[stri
 // check compares a page's targets and repairs them. If the run is interrupted while
 // repairing, the page is left unrecorded and a resumed run handles it again (its repairs
 // are idempotent: each re-checks before it writes).
-func (r *runner) check(ctx context.Context, w *Worker, pool chan *repairer, seg *segState, which []int, exp *Expected, items []map[string]types.AttributeValue) error {
+func (r *runner) check(ctx context.Context, w *Worker, pool chan *repairer, seg *segState, which []int, exp *Expected, sv stateVersions, items []map[string]types.AttributeValue) error {
 	ev := r.cfg.Eval
 	seen := ev.NewSeen()
 	stats := map[string]*RuleStats{}
-	var drifts []Drift
+	var drifts, counters []Drift
 	for _, it := range items {
 		c := w.Check(record.Item(it), which, exp, seen)
 		for _, i := range c.Rules {
@@ -160,9 +193,16 @@ func (r *runner) check(ctx context.Context, w *Worker, pool chan *repairer, seg 
 		for _, pb := range c.Problems {
 			r.problem(stats, pb)
 		}
-		drifts = append(drifts, c.Drifts...)
+		if r.cfg.Repair {
+			drifts, counters = append(drifts, c.Drifts...), append(counters, c.Counters...)
+		} else {
+			drifts = append(drifts, c.Differing()...)
+		}
 	}
 	if err := r.repairDrifts(ctx, pool, drifts, stats); err != nil {
+		return err
+	}
+	if err := r.decideCounters(ctx, pool, counters, sv, stats); err != nil {
 		return err
 	}
 	seg.mu.Lock()
@@ -174,17 +214,67 @@ func (r *runner) check(ctx context.Context, w *Worker, pool chan *repairer, seg 
 	return nil
 }
 
-// repairAll repairs the drift found after the second pass (missing mirrors and targets).
-func (r *runner) repairAll(ctx context.Context, drifts []Drift, stats map[string]*RuleStats) error {
+// repairAll repairs the drift found after the targets pass (missing mirrors and targets).
+func (r *runner) repairAll(ctx context.Context, drifts []Drift, sv stateVersions, stats map[string]*RuleStats) error {
 	ev := r.cfg.Eval
 	pool := make(chan *repairer, r.cfg.Concurrency*r.cfg.Segments)
 	for i := 0; i < cap(pool); i++ {
 		pool <- &repairer{db: r.db, w: ev.NewWorker()}
 	}
+	var others, counters []Drift
 	for i := range drifts {
 		r.stats(stats, drifts[i].Rule).Checked++
+		if r.cfg.Repair && ev.rules[drifts[i].Rule].r.Kind.Aggregate() {
+			counters = append(counters, drifts[i])
+		} else {
+			others = append(others, drifts[i])
+		}
 	}
-	return r.repairDrifts(ctx, pool, drifts, stats)
+	if err := r.repairDrifts(ctx, pool, others, stats); err != nil {
+		return err
+	}
+	return r.decideCounters(ctx, pool, counters, sv, stats)
+}
+
+// decideCounters decides the count and sum targets in counters (runner.counters) and
+// reports those that were wrong or could not be confirmed as drift, with what was done.
+// An interruption returns the context's error.
+func (r *runner) decideCounters(ctx context.Context, pool chan *repairer, counters []Drift, sv stateVersions, stats map[string]*RuleStats) error {
+	if len(counters) == 0 {
+		return nil
+	}
+	ts := counterTargets(counters)
+	r.counters(ctx, pool, ts, sv)
+	for _, t := range ts {
+		for _, err := range t.errs {
+			if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				return err
+			}
+		}
+	}
+	for _, t := range ts {
+		for i, d := range t.ds {
+			if !t.found[i] {
+				continue
+			}
+			s := r.stats(stats, d.Rule)
+			s.Drift++
+			s.outcome(t.out[i])
+			if len(d.Attrs) == 0 {
+				// The copy equalled the scan's total, and was wrong or could not be confirmed.
+				attr := r.cfg.Eval.rules[d.Rule].r.Agg.Attribute
+				d.Attrs = []AttrDiff{{Name: attr, Got: d.Got[attr], Want: numberAV(d.Total)}}
+			} else if len(d.Attrs) == 1 && (t.out[i] == Repaired || t.out[i] == Resolved) {
+				d.Attrs[0].Want = numberAV(d.Total) // the recount's, when it recounted
+			}
+			note := t.out[i].String()
+			if t.errs[i] != nil {
+				note = t.errs[i].Error()
+			}
+			r.exampleDrift(d, note)
+		}
+	}
+	return nil
 }
 
 // repairDrifts counts drifts in stats and, in repair mode, repairs them with the pool's
@@ -194,12 +284,7 @@ func (r *runner) repairDrifts(ctx context.Context, pool chan *repairer, drifts [
 	errs := make([]error, len(drifts))
 	if r.cfg.Repair {
 		var wg sync.WaitGroup
-		var recounts []int
 		for i := range drifts {
-			if r.cfg.Eval.rules[drifts[i].Rule].query != nil {
-				recounts = append(recounts, i)
-				continue
-			}
 			rp := <-pool
 			wg.Add(1)
 			go func(i int) {
@@ -208,9 +293,6 @@ func (r *runner) repairDrifts(ctx context.Context, pool chan *repairer, drifts [
 			}(i)
 		}
 		wg.Wait()
-		if len(recounts) > 0 {
-			r.recount(ctx, pool, drifts, recounts, outcomes, errs)
-		}
 		for _, err := range errs {
 			if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 				return err

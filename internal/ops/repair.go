@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -50,7 +51,7 @@ func (rp *repairer) repair(ctx context.Context, d *Drift) (Outcome, error) {
 	case rules.KindMirror:
 		return rp.mirror(ctx, d)
 	case rules.KindCount, rules.KindSum:
-		return rp.counter(ctx, d)
+		return Failed, errors.New("counts and sums are decided per target (runner.counters), not repaired one by one")
 	case rules.KindMax, rules.KindMin:
 		return rp.extreme(ctx, d)
 	case rules.KindLatest:
@@ -199,40 +200,6 @@ func (rp *repairer) mirror(ctx context.Context, d *Drift) (Outcome, error) {
 		}
 	}
 	return Conflict, nil
-}
-
-// counter sets a count or sum whose sources only a scan finds to the scan's total, in the
-// target's state item, on condition that the state's version is the one the target's copy
-// showed when it was scanned: no delta landed since. Otherwise the state is read again:
-// if it holds the total, only the copy was behind; if not, the scan's total may be the
-// stale one, and the target is left (a conflict).
-func (rp *repairer) counter(ctx context.Context, d *Drift) (Outcome, error) {
-	r := rp.w.ev.rules[d.Rule].r
-	state, err := rp.db.getState(ctx, d.Key)
-	if err != nil {
-		return Failed, err
-	}
-	if state != nil && value.NumberOf(state[r.Agg.Attribute]).Sub(d.Total).IsZero() {
-		// The state is right: the copy was behind (or the application changed it).
-		return Repaired, rp.db.copyState(ctx, r, d.Key, state)
-	}
-	// The copy's version as scanned says which state the scan saw; a target without one
-	// (the application dropped it) is taken at the state as it is now.
-	if seen := d.Got[rules.CopyVersionAttr]; state != nil && seen != nil && !value.Equal(seen, state[rules.StateVersionAttr]) {
-		return Conflict, nil // the state moved since the target was scanned
-	}
-	var version types.AttributeValue
-	if state != nil {
-		version = state[rules.StateVersionAttr]
-	}
-	state, err = rp.db.setState(ctx, r, d.Key, d.Total, version)
-	if retry.Refused(err) {
-		return Conflict, nil
-	}
-	if err != nil {
-		return Failed, err
-	}
-	return Repaired, rp.db.copyState(ctx, r, d.Key, state)
 }
 
 // setRemove sets each attribute to its wanted value, or removes it when it should be absent.

@@ -5,8 +5,10 @@
 // A run is one or more rounds. Each round takes a group of rules and makes two parallel
 // scans: the first reads the sources and builds what they expect (copy values per source,
 // mirror items, counter totals), the second reads the targets, compares, and repairs with
-// conditional writes. Repairing runs the rules level by level (a mirror before the counts
-// of the items it creates), so a backfill of a table the rules were never applied to
+// conditional writes. A repairing round with count or sum rules scans once more, first:
+// the versions of the state items, which decide whether the scan's totals can be written
+// (counters.go). Repairing runs the rules level by level (a mirror before the counts of
+// the items it creates), so a backfill of a table the rules were never applied to
 // converges in one command. The pure part (Evaluator: Observe, Check, Missing) does no I/O.
 package ops
 
@@ -22,6 +24,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/plan"
+	"github.com/denorm/denorm/internal/retry"
 )
 
 // Config is one run.
@@ -129,7 +134,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.bar = newProgress(cfg.Progress, count*int64(2*len(r.st.Rounds)), r.st.scanned())
+	scans := 0
+	for ri := range r.st.Rounds {
+		scans += len(r.passesOf(ri))
+	}
+	r.bar = newProgress(cfg.Progress, count*int64(scans), r.st.scanned())
 	err = r.run(ctx)
 	r.bar.finish()
 	if cfg.Checkpoint != "" {
@@ -180,21 +189,44 @@ func (r *runner) run(ctx context.Context) error {
 			}
 			which = append(which, i)
 		}
-		if err := r.pass(ctx, ri, 0, which, nil); err != nil {
+		// A repairing round with counts or sums first reads the state items' versions, and
+		// waits a settle after each scan before the next: see counters.go.
+		counts := r.cfg.Repair && ev.hasCounters(which)
+		sv := stateVersions{rs: rs}
+		if counts {
+			if err := r.pass(ctx, ri, passStates, which, nil, sv); err != nil {
+				return err
+			}
+			sv.read = map[plan.Key]uint64{}
+			for _, s := range rs.Passes[passStates] {
+				for k, v := range s.vers {
+					sv.read[k] = v
+				}
+			}
+			if err := r.settle(ctx, rs.Passes[passSources]); err != nil {
+				return err
+			}
+		}
+		if err := r.pass(ctx, ri, passSources, which, nil, sv); err != nil {
 			return err
 		}
 		exp := ev.NewExpected()
 		final := map[string]*RuleStats{}
-		for _, s := range rs.Passes[0] {
+		for _, s := range rs.Passes[passSources] {
 			for _, p := range exp.Merge(s.exp) {
 				r.problem(final, p)
 			}
 		}
-		if err := r.pass(ctx, ri, 1, which, exp); err != nil {
+		if counts {
+			if err := r.settle(ctx, rs.Passes[passTargets]); err != nil {
+				return err
+			}
+		}
+		if err := r.pass(ctx, ri, passTargets, which, exp, sv); err != nil {
 			return err
 		}
 		seen := ev.NewSeen()
-		for _, s := range rs.Passes[1] {
+		for _, s := range rs.Passes[passTargets] {
 			seen.Merge(s.seen)
 		}
 		drifts, skipped := ev.Missing(which, exp, seen)
@@ -203,7 +235,7 @@ func (r *runner) run(ctx context.Context) error {
 				r.stats(final, i).MissingTargets += n
 			}
 		}
-		if err := r.repairAll(ctx, drifts, final); err != nil {
+		if err := r.repairAll(ctx, drifts, sv, final); err != nil {
 			return err
 		}
 		rs.Final, rs.Done = final, true
@@ -212,10 +244,13 @@ func (r *runner) run(ctx context.Context) error {
 		for _, p := range rs.Passes {
 			for _, s := range p {
 				s.mu.Lock()
-				s.exp, s.seen = nil, nil
+				s.exp, s.seen, s.vers = nil, nil, nil
 				s.mu.Unlock()
 			}
 		}
+		rs.mu.Lock()
+		rs.written = nil
+		rs.mu.Unlock()
 		if err := r.save(true); err != nil {
 			return err
 		}
@@ -223,10 +258,35 @@ func (r *runner) run(ctx context.Context) error {
 	return nil
 }
 
+// settle waits Settle before a pass whose segments are not all done yet: the deltas of
+// the writes the scans before it read land first (counters.go).
+func (r *runner) settle(ctx context.Context, next []*segState) error {
+	for _, s := range next {
+		if !s.Done {
+			return retry.Sleep(ctx, r.cfg.Settle)
+		}
+	}
+	return nil
+}
+
 func (r *runner) skipRound(ri int) {
-	for p := range r.st.Rounds[ri].Passes {
+	for _, p := range r.passesOf(ri) {
 		r.passReport(ri, p).Skipped = r.cfg.Segments
 	}
+}
+
+// passesOf is the passes round ri makes.
+func (r *runner) passesOf(ri int) []int {
+	which := make([]int, 0, len(r.st.Rounds[ri].Rules))
+	for _, name := range r.st.Rounds[ri].Rules {
+		if i, err := r.cfg.Eval.index(name); err == nil {
+			which = append(which, i)
+		}
+	}
+	if r.cfg.Repair && r.cfg.Eval.hasCounters(which) {
+		return []int{passStates, passSources, passTargets}
+	}
+	return []int{passSources, passTargets}
 }
 
 // passReport returns this run's report entry for a pass, creating it.
@@ -234,11 +294,11 @@ func (r *runner) passReport(ri, p int) *PassReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := range r.report.Passes {
-		if pr := &r.report.Passes[i]; pr.Round == ri+1 && pr.Pass == p+1 {
+		if pr := &r.report.Passes[i]; pr.Round == ri+1 && pr.Pass == p {
 			return pr
 		}
 	}
-	r.report.Passes = append(r.report.Passes, PassReport{Round: ri + 1, Pass: p + 1})
+	r.report.Passes = append(r.report.Passes, PassReport{Round: ri + 1, Pass: p})
 	return &r.report.Passes[len(r.report.Passes)-1]
 }
 

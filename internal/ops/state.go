@@ -17,14 +17,17 @@ import (
 // A count or sum is repaired in its target's state item (internal/counter), which only
 // Denorm writes, and the state is then copied onto the target as the processor copies it.
 
-// setState sets rule r's attribute in target k's state item to total and raises its
-// version, on condition that the state's version is still version ("" for a state item
-// that does not exist): every write of the processor raises it, so an unchanged version
-// means no delta landed since it was read. It returns the state the write left.
-func (d *db) setState(ctx context.Context, r *rules.CompiledRule, k plan.Key, total value.Number, version types.AttributeValue) (record.Item, error) {
-	ub := expression.Set(expression.Name(r.Agg.Attribute), val(numberAV(total))).
-		Add(expression.Name(rules.StateVersionAttr), expression.Value(numberAV(value.Int(1))))
-	ub = withBucketTTL(ub, d.spec, r, k) // a bucket's state expires with it
+// setState sets, in target k's state item, each rule's attribute to its total and raises
+// the state's version, in one write, on condition that the version is still version (nil
+// for a state item that does not exist): every write of the processor raises it, so an
+// unchanged version means no delta landed since it was read. It returns the state the
+// write left.
+func (d *db) setState(ctx context.Context, rs []*rules.CompiledRule, k plan.Key, totals []value.Number, version types.AttributeValue) (record.Item, error) {
+	ub := expression.Add(expression.Name(rules.StateVersionAttr), expression.Value(numberAV(value.Int(1))))
+	for i, r := range rs {
+		ub = ub.Set(expression.Name(r.Agg.Attribute), val(numberAV(totals[i])))
+	}
+	ub = withBucketTTL(ub, d.spec, rs[0], k) // a bucket's state expires with it
 	cond := expression.AttributeNotExists(expression.Name(d.spec.PartitionKey))
 	if version != nil {
 		cond = unchanged(rules.StateVersionAttr, version)
@@ -32,16 +35,23 @@ func (d *db) setState(ctx context.Context, r *rules.CompiledRule, k plan.Key, to
 	return d.updateReturning(ctx, counter.StateKey(k), ub, cond, types.ReturnValueAllNew)
 }
 
-// copyState writes state onto target k for rule r (counter.CopyWrite): every aggregate
-// attribute the state holds, and r's, whose value may be zero. A missing target is
-// created only when r creates its targets and the value is not zero. A refused copy (a
-// newer one landed, or no target) is not an error.
-func (d *db) copyState(ctx context.Context, r *rules.CompiledRule, k plan.Key, state record.Item) error {
-	attrs := counter.Values(d.spec, state, r.Agg.Attribute)
-	create := r.Agg.MissingTarget == rules.MissingCreate && !value.NumberOf(state[r.Agg.Attribute]).IsZero()
-	ub, cond := counter.CopyWrite(d.spec.PartitionKey, counter.Copy(state, attrs), create)
-	if create {
-		ub = withBucketTTL(ub, d.spec, r, k)
+// copyState writes state onto target k, whose count and sum rules are rs
+// (counter.CopyWrite): every aggregate attribute the state holds, and the rules', whose
+// value may be zero. A missing target is created only when one of the rules creates its
+// targets and its value is not zero. A refused copy (a newer one landed, or no target) is
+// not an error.
+func (d *db) copyState(ctx context.Context, rs []*rules.CompiledRule, k plan.Key, state record.Item) error {
+	also := make([]string, 0, len(rs))
+	var creator *rules.CompiledRule
+	for _, r := range rs {
+		also = append(also, r.Agg.Attribute)
+		if creator == nil && r.Agg.MissingTarget == rules.MissingCreate && !value.NumberOf(state[r.Agg.Attribute]).IsZero() {
+			creator = r
+		}
+	}
+	ub, cond := counter.CopyWrite(d.spec.PartitionKey, counter.Copy(state, counter.Values(d.spec, state, also...)), creator != nil)
+	if creator != nil {
+		ub = withBucketTTL(ub, d.spec, creator, k)
 	}
 	err := d.update(ctx, k, ub, cond)
 	if retry.Refused(err) {

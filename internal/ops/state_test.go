@@ -112,20 +112,23 @@ func repeat(v float64, n int) []float64 {
 	return out
 }
 
-// TestCheckpointRoundTrip: a saved state loads back with its partial expectations and
-// seen targets; a checkpoint of another run is refused.
+// TestCheckpointRoundTrip: a saved state loads back with its state versions, partial
+// expectations and seen targets; a checkpoint of another run is refused.
 func TestCheckpointRoundTrip(t *testing.T) {
 	ev := socialEval(t)
 	exp := socialExpected(t, ev)
 	st := newState("T", "rules1", 2, true, ev, ev.Levels())
-	st.Rounds[0].Passes[0][0].exp = exp
-	st.Rounds[0].Passes[0][0].LastKey = itemJSON{"pk": S("POST#p1"), "sk": S("METADATA")}
-	st.Rounds[0].Passes[0][1].Done = true
-	st.Rounds[0].Passes[0][1].Scanned = 42
+	vers := map[plan.Key]uint64{{PK: "POST#p1", SK: "METADATA"}: 7, {PK: "USER#u1", SK: "PROFILE"}: 0}
+	st.Rounds[0].Passes[passStates][1].vers = vers
+	st.Rounds[0].Passes[passStates][1].Done = true
+	st.Rounds[0].Passes[passSources][0].exp = exp
+	st.Rounds[0].Passes[passSources][0].LastKey = itemJSON{"pk": S("POST#p1"), "sk": S("METADATA")}
+	st.Rounds[0].Passes[passSources][1].Done = true
+	st.Rounds[0].Passes[passSources][1].Scanned = 42
 	seen := ev.NewSeen()
 	seen[ruleIndex(t, ev, "user-posts")][plan.Key{PK: "USER#u1", SK: "POST#p1"}] = true
-	st.Rounds[0].Passes[1][0].seen = seen
-	st.Rounds[0].Passes[1][0].Stats = map[string]*RuleStats{"user-posts": {Checked: 3, Drift: 1, Repaired: 1}}
+	st.Rounds[0].Passes[passTargets][0].seen = seen
+	st.Rounds[0].Passes[passTargets][0].Stats = map[string]*RuleStats{"user-posts": {Checked: 3, Drift: 1, Repaired: 1}}
 	path := filepath.Join(t.TempDir(), "cp.json")
 	if err := st.save(path); err != nil {
 		t.Fatal(err)
@@ -134,17 +137,20 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s0 := back.Rounds[0].Passes[0][0]
+	if v := back.Rounds[0].Passes[passStates][1]; !v.Done || !reflect.DeepEqual(v.vers, vers) {
+		t.Errorf("states pass: done %v, versions %v, want %v", v.Done, v.vers, vers)
+	}
+	s0 := back.Rounds[0].Passes[passSources][0]
 	if !reflect.DeepEqual(s0.exp, exp) {
 		t.Errorf("expectations\n got %+v\nwant %+v", s0.exp, exp)
 	}
 	if !reflect.DeepEqual(record.Item(s0.LastKey), record.Item{"pk": S("POST#p1"), "sk": S("METADATA")}) {
 		t.Errorf("last key %v", s0.LastKey)
 	}
-	if s1 := back.Rounds[0].Passes[0][1]; !s1.Done || s1.Scanned != 42 {
+	if s1 := back.Rounds[0].Passes[passSources][1]; !s1.Done || s1.Scanned != 42 {
 		t.Errorf("segment 1: done %v scanned %d", s1.Done, s1.Scanned)
 	}
-	if p := back.Rounds[0].Passes[1][0]; !reflect.DeepEqual(p.seen, seen) || p.Stats["user-posts"].Repaired != 1 {
+	if p := back.Rounds[0].Passes[passTargets][0]; !reflect.DeepEqual(p.seen, seen) || p.Stats["user-posts"].Repaired != 1 {
 		t.Errorf("pass 2: seen %v stats %+v", p.seen, p.Stats)
 	}
 	entries, _ := os.ReadDir(filepath.Dir(path))

@@ -22,6 +22,8 @@ type Batch struct {
 	Pulls []PullGroup
 	// Jobs: fan-out job items to continue, one per job key (the newest image).
 	Jobs []JobGroup
+	// Probes: probe items to answer, each once every record before it is applied.
+	Probes []ProbeGroup
 	// Watermarked: deltas applied to a target's state item under a sequence watermark, one
 	// group per target and watermark (the target's own partition, or its relay items').
 	Watermarked []TargetDeltas
@@ -125,6 +127,13 @@ type FanOutGroup struct {
 // PullGroup is the last Pull for one (rule, target).
 type PullGroup struct {
 	Pull
+	Rec int
+}
+
+// ProbeGroup is a probe to answer; Rec is its record: the answer says that every record
+// before it was applied.
+type ProbeGroup struct {
+	Key Key
 	Rec int
 }
 
@@ -233,6 +242,9 @@ func Coalesce(recs []RecordPlan) *Batch {
 		}
 		if rp.Job != nil {
 			upsert(jobs, &b.Jobs, rp.JobKey, JobGroup{Item: rp.Job, Rec: i})
+		}
+		if rp.Probe != nil {
+			b.Probes = append(b.Probes, ProbeGroup{Key: *rp.Probe, Rec: i})
 		}
 		for _, f := range rp.Refreshes {
 			upsert(refreshes, &b.Refreshes, f.Target, RefreshGroup{Refresh: f, Rec: i})

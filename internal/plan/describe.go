@@ -19,6 +19,14 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		fmt.Fprintf(w, "  continue fan-out job %s\n", p.JobKey)
 		return
 	}
+	if p.Probe != nil {
+		fmt.Fprintf(w, "  probe %s: answered with the names of the rules, once the records before it are applied\n", *p.Probe)
+		return
+	}
+	if strings.HasPrefix(p.PK, rules.ProbePrefix) {
+		fmt.Fprintln(w, "  probe: answered already, or deleted: nothing to apply")
+		return
+	}
 	if p.NoImage {
 		fmt.Fprintln(w, "  no image (a REMOVE without OldImage: the item was already gone): nothing to apply, counted as RecordsWithoutImage")
 		return

@@ -95,6 +95,9 @@ type RecordPlan struct {
 	// Job is set for a fan-out job item's record: the executor continues that job.
 	Job    record.Item
 	JobKey Key
+	// Probe is set for the INSERT of a probe item (rules.ProbePrefix) that is not answered
+	// yet: the executor answers it once the records before it are applied.
+	Probe *Key
 	// Unlinked counts the rule effects left out because the item does not carry a variable
 	// of the target's key (a parent attribute removed or never set, a sparse index key
 	// absent): the item is linked to no target of that rule, which is correct, not a failure.
@@ -148,5 +151,5 @@ func (p *RecordPlan) Rules() []string {
 
 // Empty reports whether the record asks for nothing.
 func (p *RecordPlan) Empty() bool {
-	return len(p.Deltas) == 0 && len(p.Writes) == 0 && len(p.FanOuts) == 0 && len(p.Pulls) == 0 && len(p.Extremes) == 0 && len(p.Refreshes) == 0 && p.Job == nil
+	return len(p.Deltas) == 0 && len(p.Writes) == 0 && len(p.FanOuts) == 0 && len(p.Pulls) == 0 && len(p.Extremes) == 0 && len(p.Refreshes) == 0 && p.Job == nil && p.Probe == nil
 }

@@ -51,6 +51,9 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 	if rules.IsReserved(pk.Value) || strings.HasPrefix(rp.SK, rules.RelayPrefix) {
 		// A relay item of the layout before state items (in its target's partition) carries
 		// nothing any more: `denorm cleanup --legacy` deletes it.
+		if strings.HasPrefix(pk.Value, rules.ProbePrefix) && c.New != nil && c.New[rules.ProbeAnswerAttr] == nil {
+			rp.Probe = &Key{PK: pk.Value, SK: rp.SK}
+		}
 		if strings.HasPrefix(pk.Value, rules.JobPrefix) && c.New != nil {
 			rp.Job = c.New
 			rp.JobKey = Key{PK: pk.Value}

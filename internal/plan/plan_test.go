@@ -53,6 +53,9 @@ func describe(t testing.TB, set *rules.Set, event []byte) string {
 	b := plan.Coalesce(plans)
 	fmt.Fprintf(&buf, "coalesced: writes=%d fanouts=%d pulls=%d watermarked=%d relays=%d marked=%d jobs=%d refreshes=%d\n",
 		len(b.Writes), len(b.FanOuts), len(b.Pulls), len(b.Watermarked), len(b.Relays), len(b.Marked), len(b.Jobs), len(b.Refreshes))
+	for _, p := range b.Probes {
+		fmt.Fprintf(&buf, "  probe %s (record %d)\n", p.Key, p.Rec+1)
+	}
 	for _, w := range b.Watermarked {
 		attrs, lo, hi := w.Sum("")
 		for _, a := range attrs {

@@ -16,8 +16,8 @@ const (
 // FilterPatterns returns the Lambda FilterCriteria patterns that let through exactly the
 // records that can trigger a rule: items of a rule's source entity, copy targets (which
 // pull their copy on insert), count and sum targets (whose copy of the state is put back
-// when the application changes it), relay items (which carry deltas to a target's state)
-// and fan-out job items. Other reserved items (state items, markers, registries) never
+// when the application changes it), relay items (which carry deltas to a target's state),
+// fan-out job items and probes (which the function answers). Other reserved items (state items, markers, registries) never
 // pass. It returns no patterns (no filtering) when some entity's partition key starts
 // with a variable, and fails when the patterns exceed the service's limits.
 //
@@ -25,7 +25,7 @@ const (
 // entity declares sparse is never required, so the record of an item that drops it (and
 // so leaves a rule's target, say a user's count) still reaches the function.
 func (s *Set) FilterPatterns() ([]string, error) {
-	prefixes := map[string]bool{JobPrefix: true}
+	prefixes := map[string]bool{JobPrefix: true, ProbePrefix: true}
 	open := false // some entity's partition key starts with a variable: no prefix to filter on
 	add := func(e *EntityType) {
 		p := e.PK.Prefix()

@@ -25,7 +25,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"PROJECT#"},{"prefix":"USER#"},{"prefix":"_dn#job#"},{"prefix":"_dn#r#"}]}}}}`}
+	want := []string{`{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"PROJECT#"},{"prefix":"USER#"},{"prefix":"_dn#job#"},{"prefix":"_dn#probe#"},{"prefix":"_dn#r#"}]}}}}`}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("FilterPatterns = %q\nwant %q", got, want)
 	}

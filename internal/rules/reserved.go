@@ -3,7 +3,7 @@ package rules
 // Every item key and attribute name Denorm writes for itself, in one place (docs/rules.md,
 // "What Denorm writes", lists them for users). Rules never match a reserved item, and the
 // event filter lets through only the reserved items whose records the function acts on
-// (fan-out jobs and relay items).
+// (fan-out jobs, relay items and probes).
 
 // ReservedPrefix starts every item key and attribute name Denorm writes for itself.
 const ReservedPrefix = "_dn"
@@ -29,6 +29,17 @@ const (
 	MarkerPrefix = ReservedPrefix + "#m#"
 	// RegistryPrefix starts the partition key of a fan-out's version registry item.
 	RegistryPrefix = ReservedPrefix + "#ver#"
+	// ProbePrefix starts the partition key of a probe: an item `denorm backfill` writes to
+	// find out whether the stream processor runs and how far behind the table it is. The
+	// function answers a probe's INSERT by writing ProbeAnswerAttr on it.
+	ProbePrefix = ReservedPrefix + "#probe#"
+)
+
+// Attributes of a probe (ProbePrefix): when `denorm backfill` wrote it, and the stream
+// processor's answer, the names of the rules it runs (a list of strings).
+const (
+	ProbeTimeAttr   = ReservedPrefix + "_pt"
+	ProbeAnswerAttr = ReservedPrefix + "_pa"
 )
 
 // Attributes of a state item (StatePrefix). The aggregate values are kept under the

@@ -214,7 +214,7 @@ func TestFilterPatternsSparse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"PROJECT#"},{"prefix":"_dn#job#"}]}}}}`}
+	want := []string{`{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"PROJECT#"},{"prefix":"_dn#job#"},{"prefix":"_dn#probe#"}]}}}}`}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("FilterPatterns = %q\nwant %q", got, want)
 	}

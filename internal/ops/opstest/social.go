@@ -106,11 +106,11 @@ func Raw(seed uint64, sc Scale) *Data { return build(seed, sc, false) }
 // Correct returns the same sources with every rule of rules/social.yaml applied: copies,
 // mirrors and counters hold their true values. Some users and groups are deleted, so copies
 // with onSourceDelete keep stale values, remove drops them, and counts into missing
-// targets are skipped. Some copies carry a version attribute, and some counter targets
-// (folders, posts with comments, every other day item) a state item holding their values
-// and the version of its copy, as if the stream processor had written them; the other
-// counters have no state item (as if written before state items). Reserved items are
-// mixed in.
+// targets are skipped. Some copies carry a version attribute. Every count and sum target
+// with a value other than 0 has a state item holding its values, and carries the version
+// of its copy, as the stream processor leaves them (a state item's values are the truth a
+// backfill repairs: a target that shows the right value over an empty state is wrong).
+// Reserved items are mixed in.
 func Correct(seed uint64, sc Scale) *Data { return build(seed, sc, true) }
 
 func build(seed uint64, sc Scale, applied bool) *Data {
@@ -171,6 +171,7 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 	stats := Item{"pk": s("STATS#global"), "sk": s("STATS")}
 	if applied && sc.Posts > 0 {
 		stats["postCount"] = n(sc.Posts)
+		d.put(StateOf(stats, 1+sc.Posts, []string{"postCount"}, rules.RelayWatermarkAttr, n(50)))
 	}
 	d.put(stats)
 	for c := 0; c < sc.Comments; c++ {
@@ -267,6 +268,9 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 				if userComments[u] > 0 || u%2 == 0 {
 					it["commentCount"] = n(userComments[u]) // sometimes an explicit 0
 				}
+				if postCount[u] > 0 || userComments[u] > 0 {
+					d.put(StateOf(it, 1+u%4, []string{"postCount", "commentCount"}, rules.RelayWatermarkAttr, n(200+u)))
+				}
 			}
 		}
 		for p := 0; p < sc.Posts; p++ {
@@ -286,13 +290,13 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 			it := Item{"pk": s(dk[0]), "sk": s(dk[1]), "commentCount": n(postDays[dk]),
 				"ttl": n(int(day.Add(24*time.Hour + dayTTL).Unix()))}
 			d.put(it)
-			if i%2 == 0 { // a bucket's state item expires with it
-				d.put(StateOf(it, 1+i%3, []string{"commentCount"}, rules.WatermarkAttr, n(300+i), "ttl", it["ttl"]))
-			}
+			// A bucket's state item expires with it.
+			d.put(StateOf(it, 1+i%3, []string{"commentCount"}, rules.WatermarkAttr, n(300+i), "ttl", it["ttl"]))
 		}
 		for g := 0; g < sc.Groups; g++ {
 			if it := d.Get("GROUP#"+id("g", g), "METADATA"); it != nil && groupMembers[g] > 0 {
 				it["memberCount"] = n(groupMembers[g])
+				d.put(StateOf(it, 1+g%2, []string{"memberCount"}, rules.WatermarkAttr, n(400+g)))
 			}
 		}
 		// The stream processor's own items: markers and a finished job; no rule reads them.
