@@ -9,9 +9,17 @@ import (
 	"github.com/denorm/denorm/internal/rules"
 )
 
-// Where reports whether item passes every test of a's where (rules/where.go).
+// Where reports whether item passes every test of a's where (rules/where.go). It runs for
+// every source image the planner sees, so it builds no message (Failing does).
 func Where(a *rules.Aggregate, item map[string]types.AttributeValue) bool {
-	return Failing(a, item) == ""
+	for _, attr := range a.WhereOrder {
+		for _, t := range a.Where[attr] {
+			if !Passes(t, item[attr]) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Failing describes the first test of a's where that item fails, as `denorm explain`
