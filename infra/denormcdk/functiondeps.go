@@ -16,5 +16,6 @@ import (
 	_ "github.com/denorm/denorm/internal/apply"
 	_ "github.com/denorm/denorm/internal/awsconf"
 	_ "github.com/denorm/denorm/internal/handler"
+	_ "github.com/denorm/denorm/internal/processor"
 	_ "github.com/denorm/denorm/internal/rules"
 )
