@@ -168,6 +168,13 @@ func (rp *repairer) confirm(ctx context.Context, t *counterTarget, sv stateVersi
 		}
 		// A delta landed since the read: moved.
 	}
+	if decided(state, t.rules(ev, allOf(t.ds))) {
+		// Moved, but an earlier run set these values and only the processor's exactly-once
+		// deltas moved them since: they are as exact as that run's decision. (A quiet
+		// target, above, is decided again from the scan, which also mends that decision.)
+		rp.copyIfBehind(ctx, t, allOf(t.ds), state)
+		return
+	}
 	for i, d := range t.ds {
 		if ev.rules[d.Rule].query != nil {
 			t.todo = append(t.todo, i)

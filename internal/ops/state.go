@@ -2,31 +2,37 @@ package ops
 
 import (
 	"context"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/counter"
+	"github.com/denorm/denorm/internal/exprval"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/rulesdiff"
 	"github.com/denorm/denorm/internal/value"
 )
 
 // A count or sum is repaired in its target's state item (internal/counter), which only
 // Denorm writes, and the state is then copied onto the target as the processor copies it.
 
-// setState sets, in target k's state item, each rule's attribute to its total and raises
-// the state's version, in one write, on condition that the version is still version (nil
+// setState sets, in target k's state item, each rule's attribute to its total, marks the
+// rules decided there (rules.StateDecidedAttr) and raises the state's version, in one write, on condition that the version is still version (nil
 // for a state item that does not exist): every write of the processor raises it, so an
 // unchanged version means no delta landed since it was read. It returns the state the
 // write left.
 func (d *db) setState(ctx context.Context, rs []*rules.CompiledRule, k plan.Key, totals []value.Number, version types.AttributeValue) (record.Item, error) {
 	ub := expression.Add(expression.Name(rules.StateVersionAttr), expression.Value(numberAV(value.Int(1))))
+	digests := make([]string, len(rs))
 	for i, r := range rs {
 		ub = ub.Set(expression.Name(r.Agg.Attribute), val(numberAV(totals[i])))
+		digests[i] = rulesdiff.Digest(r)
 	}
+	ub = ub.Add(expression.Name(rules.StateDecidedAttr), exprval.Of(&types.AttributeValueMemberSS{Value: digests}))
 	ub = withBucketTTL(ub, d.spec, rs[0], k) // a bucket's state expires with it
 	cond := expression.AttributeNotExists(expression.Name(d.spec.PartitionKey))
 	if version != nil {
@@ -63,4 +69,20 @@ func (d *db) copyState(ctx context.Context, rs []*rules.CompiledRule, k plan.Key
 // getState reads target k's state item (nil when there is none).
 func (d *db) getState(ctx context.Context, k plan.Key) (record.Item, error) {
 	return d.get(ctx, counter.StateKey(k))
+}
+
+// decided reports whether a backfill or repair set each of rs's values in state: the
+// processor's exactly-once deltas have kept them exact since, so no run needs to decide
+// them again. A rule changed since (another digest) is not decided.
+func decided(state record.Item, rs []*rules.CompiledRule) bool {
+	set, _ := state[rules.StateDecidedAttr].(*types.AttributeValueMemberSS)
+	if set == nil {
+		return false
+	}
+	for _, r := range rs {
+		if !slices.Contains(set.Value, rulesdiff.Digest(r)) {
+			return false
+		}
+	}
+	return true
 }

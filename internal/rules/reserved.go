@@ -48,6 +48,10 @@ const (
 	// StateVersionAttr rises by one with every write of the state item: the version of
 	// its values, which the target's copy carries (CopyVersionAttr).
 	StateVersionAttr = ReservedPrefix + "_v"
+	// StateDecidedAttr, on a state item, is a string set of the digests of the rules whose
+	// value a backfill or repair set there (rulesdiff.Digest): from that write on, the
+	// processor's exactly-once deltas keep it exact, so a later run need not decide it again.
+	StateDecidedAttr = ReservedPrefix + "_bf"
 	// WatermarkAttr is the sequence number of the last record of the target's own
 	// partition whose deltas the state holds (sources in the target's partition).
 	WatermarkAttr = ReservedPrefix + "_wm"

@@ -1,6 +1,8 @@
 package rulesdiff
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"sort"
@@ -357,4 +359,21 @@ func listChanges(o, n []string) (added, removed []string) {
 	sort.Strings(added)
 	sort.Strings(removed)
 	return added, removed
+}
+
+// Digest names what a count or sum rule counts: its fields as diff compares them and its
+// source's and target's key templates. Two rules with the same digest give every target
+// the same value; a backfill marks the states it sets with it (rules.StateDecidedAttr).
+func Digest(r *rules.CompiledRule) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", r.Name, r.Kind)
+	for _, f := range fields(r) {
+		fmt.Fprintf(h, "%s=%s\x00", f.name, f.val)
+	}
+	for _, e := range []*rules.EntityType{r.Source, r.Target} {
+		for _, k := range e.Keys {
+			fmt.Fprintf(h, "%s:%s\x00", k.Attr, k.T)
+		}
+	}
+	return r.Name + "@" + hex.EncodeToString(h.Sum(nil)[:6])
 }
