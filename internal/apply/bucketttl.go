@@ -19,7 +19,7 @@ import (
 // expiry is a function of the rule and the target's key, so a redelivered or split batch
 // writes the same value: no guard needed beyond the update's own.
 //
-// Parks are not bucket items: call it for the target's key only.
+// Call it with the key of the target whose state is written.
 func withBucketTTL(ub expression.UpdateBuilder, spec table.Spec, key map[string]types.AttributeValue, attrs []plan.AttrAmount) expression.UpdateBuilder {
 	pk, _ := key[spec.PartitionKey].(*types.AttributeValueMemberS)
 	if pk == nil {

@@ -192,7 +192,7 @@ func commentStorm(seed uint64, sz Size) Workload {
 }
 
 // postsPerUser: users publish posts (Zipf-distributed authors, a quarter drafts) and flip
-// their status; each user's postCount lives in another partition (marker mode).
+// their status; each user's postCount lives in another partition (relay mode).
 func postsPerUser(seed uint64, sz Size) Workload {
 	g := newGen(seed, 2)
 	w := Workload{Name: "posts-per-user", Rules: []string{"user-post-count"}, LiveRate: sz.PostRate,

@@ -18,7 +18,7 @@ import (
 )
 
 // TTL expiries, delivered twice: onExpiry remove counts an expired comment as gone,
-// onExpiry ignore keeps it counted (in watermark and in marker mode), an application delete
+// onExpiry ignore keeps it counted (in watermark and in relay mode), an application delete
 // counts as gone for both; a post that expired is not brought back by the deltas of its
 // comments deleted after it (missingTarget: skip).
 func TestTTLExpiry(t *testing.T) {
@@ -80,7 +80,7 @@ func TestTTLExpiry(t *testing.T) {
 		{"post liveComments (remove)", attrN(post, "liveComments"), "2"},
 		{"post keptComments (ignore)", attrN(post, "keptComments"), "5"},
 		{"post keptLikes (ignore)", attrN(post, "keptLikes"), "17"},
-		{"user keptComments (ignore, marker mode)", attrN(user, "keptComments"), "5"},
+		{"user keptComments (ignore, relay mode)", attrN(user, "keptComments"), "5"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %s, want %s", c.what, c.got, c.want)
