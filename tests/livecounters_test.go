@@ -136,30 +136,6 @@ func (s *shop) pending() (string, bool) {
 	return ks[s.rnd.IntN(len(ks))], true
 }
 
-// writers runs n clients of the shop, each pausing up to pause between writes, until the
-// returned function is called.
-func (s *shop) writers(t *testing.T, db *dynamodb.Client, table string, n int, pause time.Duration) func() {
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(pause/2 + rand.N(pause/2)):
-				}
-				if err := s.step(context.Background(), db, table); err != nil {
-					t.Errorf("application write: %v", err)
-					return
-				}
-			}
-		})
-	}
-	var once sync.Once
-	return func() { once.Do(func() { close(stop); wg.Wait() }) }
-}
-
 // TestBackfillOfNewCountersWhileWriting is issue 31's first report: a count and a sum of
 // paid orders are added to a shop's rules while its writer places and pays orders. The new
 // rules are deployed, so the stream processor counts every change from then on into
@@ -196,7 +172,7 @@ func TestBackfillOfNewCountersWhileWriting(t *testing.T) {
 		t.Fatalf("the old rules do not hold before the change (exit %d)", code)
 	}
 
-	stopWriters := s.writers(t, db, table, 1, 150*time.Millisecond)
+	stopWriters := runWriters(t, 1, 75*time.Millisecond, 150*time.Millisecond, func(ctx context.Context) error { return s.step(ctx, db, table) })
 	defer stopWriters()
 	time.Sleep(300 * time.Millisecond)
 
@@ -271,7 +247,7 @@ func TestBackfillBeforeTheProcessorStarts(t *testing.T) {
 		}
 	}
 	stream(t, db, table, true)
-	stopWriters := s.writers(t, db, table, 1, 200*time.Millisecond)
+	stopWriters := runWriters(t, 1, 100*time.Millisecond, 200*time.Millisecond, func(ctx context.Context) error { return s.step(ctx, db, table) })
 	defer stopWriters()
 	time.Sleep(time.Second)
 

@@ -199,25 +199,28 @@ func fileOf(f, id string, rnd *rand.Rand) item {
 	return item{"pk": str("FOLDER#" + f), "sk": str("FILE#" + id), "size": num(100 + rnd.IntN(900)), "kind": str(kind)}
 }
 
-// writers runs n application clients until stop is closed.
-func (b *blog) writers(t *testing.T, db *dynamodb.Client, table string, n int, stop chan struct{}) *sync.WaitGroup {
+// runWriters runs n application writers, each calling step after a pause drawn from
+// [minPause, maxPause), until the returned stop (safe to call twice) stops and waits for them.
+func runWriters(t *testing.T, n int, minPause, maxPause time.Duration, step func(context.Context) error) (stop func()) {
+	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
 			for {
 				select {
-				case <-stop:
+				case <-done:
 					return
-				case <-time.After(time.Duration(50+rand.IntN(100)) * time.Millisecond):
+				case <-time.After(minPause + rand.N(maxPause-minPause)):
 				}
-				if err := b.step(context.Background(), db, table); err != nil {
+				if err := step(context.Background()); err != nil {
 					t.Errorf("application write: %v", err)
 					return
 				}
 			}
 		})
 	}
-	return &wg
+	var once sync.Once
+	return func() { once.Do(func() { close(done); wg.Wait() }) }
 }
 
 // commandsOf returns the commands of a printed plan, in order.
@@ -282,16 +285,8 @@ func TestRulesChangeWhileWriting(t *testing.T) {
 		t.Fatalf("the old rules do not hold before the change (exit %d)", code)
 	}
 
-	stop := make(chan struct{})
-	wg := b.writers(t, db, table, 3, stop)
-	stopped := false
-	stopWriters := func() {
-		if !stopped {
-			close(stop)
-			wg.Wait()
-			stopped = true
-		}
-	}
+	stopWriters := runWriters(t, 3, 50*time.Millisecond, 150*time.Millisecond,
+		func(ctx context.Context) error { return b.step(ctx, db, table) })
 	defer stopWriters()
 	time.Sleep(500 * time.Millisecond)
 
