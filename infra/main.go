@@ -10,12 +10,12 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
-	"github.com/denorm/denorm/infra/jsiiexit"
+	"github.com/aws/jsii-runtime-go"
 )
 
 func main() {
 	err := run()
-	jsiiexit.End() // not jsii.Close: see jsiiexit.End
+	jsii.Close()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "denorm infra:", err)
 		os.Exit(1)

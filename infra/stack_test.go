@@ -17,7 +17,6 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/denorm/denorm/infra/denormcdk"
-	"github.com/denorm/denorm/infra/jsiiexit"
 	"github.com/denorm/denorm/internal/rules"
 )
 
@@ -62,11 +61,11 @@ func TestMain(m *testing.M) {
 	codeDirForTests = code
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)
-		jsiiexit.End()
+		jsii.Close()
 		os.Exit(1)
 	}
 	status := m.Run()
-	jsiiexit.End() // not jsii.Close: see jsiiexit.End
+	jsii.Close()
 	os.RemoveAll(code)
 	os.Exit(status)
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/denorm/denorm/infra/denormcdk"
-	"github.com/denorm/denorm/infra/jsiiexit"
 )
 
 // Context keys (`cdk synth -c key=value`); paths are relative to this directory.
@@ -30,8 +29,7 @@ const (
 
 func main() {
 	err := run(awscdk.NewApp(nil))
-	// Not jsii.Close, which races the jsii runtime's own wait on Node.js (see jsiiexit.End).
-	jsiiexit.End()
+	jsii.Close()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "existingtable:", err)
 		os.Exit(1)

@@ -9,15 +9,13 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
-
-	"github.com/denorm/denorm/infra/jsiiexit"
 )
 
 const streamArn = "arn:aws:dynamodb:eu-west-1:111122223333:table/Orders/stream/2026-01-01T00:00:00.000"
 
 func TestMain(m *testing.M) {
 	status := m.Run()
-	jsiiexit.End()
+	jsii.Close()
 	os.Exit(status)
 }
 

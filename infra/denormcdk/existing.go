@@ -40,21 +40,18 @@ func literal(s *string) bool {
 // streamViewType is the stream view type of a table defined in this app (its L1 resource is
 // in the construct tree), or "" when it is not known: an imported table, or a token.
 func streamViewType(t constructs.IConstruct) string {
-	var spec any
-	switch res := t.Node().DefaultChild().(type) {
-	case awsdynamodb.CfnTable:
-		if s := res.StreamSpecification(); s != nil {
-			spec = s
-		}
-	case awsdynamodb.CfnGlobalTable:
-		if s := res.StreamSpecification(); s != nil {
-			spec = s
-		}
-	}
-	if spec == nil {
+	// Through the L1 resource's properties, not its StreamSpecification accessor: the jsii
+	// runtime refuses to read a stream specification whose view type is not set (a TableV2
+	// with a stream of keys only), where the properties carry it as absent.
+	res, ok := t.Node().DefaultChild().(interface{ CfnProperties() *map[string]any })
+	if !ok {
 		return ""
 	}
-	resolved, _ := awscdk.Stack_Of(t).Resolve(spec).(map[string]any)
+	props := res.CfnProperties()
+	if props == nil || (*props)["streamSpecification"] == nil {
+		return ""
+	}
+	resolved, _ := awscdk.Stack_Of(t).Resolve((*props)["streamSpecification"]).(map[string]any)
 	view, _ := resolved["streamViewType"].(string)
 	return view
 }

@@ -4,13 +4,13 @@ import (
 	"os"
 	"testing"
 
-	"github.com/denorm/denorm/infra/jsiiexit"
+	"github.com/aws/jsii-runtime-go"
 )
 
 // Importing the CDK bindings starts the jsii runtime at package initialization, even in tests
-// that synthesize nothing; end it without jsii.Close (see jsiiexit.End).
+// that synthesize nothing; jsii.Close ends it.
 func TestMain(m *testing.M) {
 	status := m.Run()
-	jsiiexit.End()
+	jsii.Close()
 	os.Exit(status)
 }
