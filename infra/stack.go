@@ -19,6 +19,9 @@ const (
 	ctxDev   = "dev"   // "true": disposable stack (DESTROY, no deletion protection)
 	ctxArch  = "arch"  // "arm64" (default) or "x86_64", the function's architecture
 	ctxStack = "stack" // stack name
+	// "false": bootstrap in the function's own code, not a layer (LocalStack's community
+	// image accepts layers but does not apply them)
+	ctxLayer = "runtimeLayer"
 )
 
 // StackConfig is what one Denorm stack is built from.
@@ -30,6 +33,8 @@ type StackConfig struct {
 	Dev  bool
 	// Architecture is "arm64" or "x86_64".
 	Architecture string
+	// NoRuntimeLayer: denormcdk.Props.NoRuntimeLayer.
+	NoRuntimeLayer bool
 }
 
 // configFromContext reads the StackConfig and stack name from the app's context.
@@ -51,6 +56,11 @@ func configFromContext(app constructs.Construct) (StackConfig, string, error) {
 		return cfg, "", fmt.Errorf("context %s=%q: want true or false", ctxDev, str(ctxDev, ""))
 	}
 	cfg.Dev = dev
+	layer, err := strconv.ParseBool(str(ctxLayer, "true"))
+	if err != nil {
+		return cfg, "", fmt.Errorf("context %s=%q: want true or false", ctxLayer, str(ctxLayer, ""))
+	}
+	cfg.NoRuntimeLayer = !layer
 	return cfg, str(ctxStack, "Denorm"), nil
 }
 
@@ -74,10 +84,11 @@ func NewDenormStack(scope constructs.Construct, id string, cfg StackConfig, prop
 	}
 	stack := awscdk.NewStack(scope, jsii.String(id), props)
 	d, err := denormcdk.New(stack, "Denorm", denormcdk.Props{
-		RulesFile:    cfg.RulesFile,
-		Code:         cfg.Code,
-		Dev:          cfg.Dev,
-		Architecture: arch,
+		RulesFile:      cfg.RulesFile,
+		Code:           cfg.Code,
+		Dev:            cfg.Dev,
+		Architecture:   arch,
+		NoRuntimeLayer: cfg.NoRuntimeLayer,
 	})
 	if err != nil {
 		return nil, nil, err

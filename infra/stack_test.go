@@ -298,8 +298,8 @@ func TestFunction(t *testing.T) {
 	})
 }
 
-// TestFunctionAsset checks the code the function deploys: bootstrap, executable, and the
-// rules file as rules.yaml next to it, byte for byte.
+// TestFunctionAsset checks the code the function deploys: the rules file as rules.yaml, byte
+// for byte, in the function's own code, and bootstrap, executable, in its runtime layer.
 func TestFunctionAsset(t *testing.T) {
 	checkAsset(t, prod)
 }
@@ -307,28 +307,10 @@ func TestFunctionAsset(t *testing.T) {
 func checkAsset(t *testing.T, tmpl assertions.Template) {
 	t.Helper()
 	fn := resources(tmpl, "AWS::Lambda::Function")[logicalID(t, tmpl, "AWS::Lambda::Function")]
-	key, _ := fn["Properties"].(obj)["Code"].(obj)["S3Key"].(string)
-	hash := strings.TrimSuffix(key, ".zip")
-	if hash == "" || hash == key {
-		t.Fatalf("function code S3Key %q is not an asset zip", key)
-	}
-	dir := filepath.Join(*app.Outdir(), "asset."+hash)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	if want := []string{"bootstrap", "rules.yaml"}; !reflect.DeepEqual(names, want) {
-		t.Errorf("asset holds %v, want %v", names, want)
-	}
-	if st, err := os.Stat(filepath.Join(dir, "bootstrap")); err != nil || st.Mode().Perm()&0o111 == 0 {
-		t.Errorf("bootstrap is not executable: %v %v", st.Mode(), err)
-	}
-	if got, err := os.ReadFile(filepath.Join(dir, "bootstrap")); err != nil || string(got) != dummyBootstrap {
-		t.Errorf("bootstrap is not the built one: %q %v", got, err)
+	props := fn["Properties"].(obj)
+	dir := assetDir(t, props["Code"].(obj)["S3Key"])
+	if names := dirNames(t, dir); !reflect.DeepEqual(names, []string{"rules.yaml"}) {
+		t.Errorf("function asset holds %v, want [rules.yaml]", names)
 	}
 	got, err := os.ReadFile(filepath.Join(dir, "rules.yaml"))
 	if err != nil {
@@ -338,6 +320,60 @@ func checkAsset(t *testing.T, tmpl assertions.Template) {
 	if string(got) != string(want) {
 		t.Errorf("packaged rules.yaml differs from %s", fixtureRules)
 	}
+	layers, _ := props["Layers"].([]any)
+	if len(layers) != 1 {
+		t.Fatalf("function layers %v, want the runtime layer", props["Layers"])
+	}
+	ref, _ := layers[0].(obj)["Ref"].(string)
+	layer, ok := resources(tmpl, "AWS::Lambda::LayerVersion")[ref]
+	if !ok {
+		t.Fatalf("function layer %v is not a layer of the stack", layers[0])
+	}
+	checkBootstrap(t, assetDir(t, layer["Properties"].(obj)["Content"].(obj)["S3Key"]))
+}
+
+// checkBootstrap checks that dir holds only the built bootstrap, executable.
+func checkBootstrap(t *testing.T, dir string) {
+	t.Helper()
+	if names := dirNames(t, dir); !reflect.DeepEqual(names, []string{"bootstrap"}) {
+		t.Errorf("runtime asset holds %v, want [bootstrap]", names)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "bootstrap")); err != nil || st.Mode().Perm()&0o111 == 0 {
+		t.Errorf("bootstrap is not executable: %v %v", st.Mode(), err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "bootstrap")); err != nil || string(got) != dummyBootstrap {
+		t.Errorf("bootstrap is not the built one: %q %v", got, err)
+	}
+}
+
+// assetDir is the staged directory of the asset whose S3 key is key, in the tests' app.
+func assetDir(t *testing.T, key any) string {
+	t.Helper()
+	return assetDirIn(t, *app.Outdir(), key)
+}
+
+// assetDirIn is assetDir for the app whose output directory is outdir.
+func assetDirIn(t *testing.T, outdir string, key any) string {
+	t.Helper()
+	s, _ := key.(string)
+	hash := strings.TrimSuffix(s, ".zip")
+	if hash == "" || hash == s {
+		t.Fatalf("S3Key %v is not an asset zip", key)
+	}
+	return filepath.Join(outdir, "asset."+hash)
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
 
 func TestMapping(t *testing.T) {
@@ -630,12 +666,12 @@ func TestTooManyFiltersFailsSynth(t *testing.T) {
 }
 
 func TestConfigFromContext(t *testing.T) {
-	a := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"dev": "true", "stack": "Denorm-dev", "arch": "x86_64"}})
+	a := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"dev": "true", "stack": "Denorm-dev", "arch": "x86_64", "runtimeLayer": "false"}})
 	cfg, name, err := configFromContext(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := StackConfig{RulesFile: "../rules/social.yaml", Dev: true, Architecture: "x86_64"}
+	want := StackConfig{RulesFile: "../rules/social.yaml", Dev: true, Architecture: "x86_64", NoRuntimeLayer: true}
 	if cfg != want || name != "Denorm-dev" {
 		t.Errorf("got %+v %q, want %+v %q", cfg, name, want, "Denorm-dev")
 	}

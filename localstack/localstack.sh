@@ -61,7 +61,8 @@ down() {
 
 # deploy builds bootstrap for the Docker engine's architecture, not the arm64 of `make
 # build`: LocalStack runs the function in a container on this engine, and an arm64 binary
-# on an x86_64 engine would need QEMU emulation.
+# on an x86_64 engine would need QEMU emulation. runtimeLayer=false puts bootstrap in the
+# function's own code: LocalStack's community image accepts layers but does not apply them.
 deploy() {
   need_docker
   need_localstack
@@ -76,13 +77,13 @@ deploy() {
   local code=$STATE/streamproc
   mkdir -p "$code"
   echo "localstack: building functions/streamproc for linux/$goarch"
-  (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=$goarch go build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+  (cd "$ROOT" && GOWORK=off CGO_ENABLED=0 GOOS=linux GOARCH=$goarch go build -tags lambda.norpc -trimpath -ldflags='-s -w' \
     -o "$code/bootstrap" ./functions/streamproc)
   export AWS_ENDPOINT_URL=$ENDPOINT
   local account=000000000000
   "$ROOT/infra/cdk.sh" --local bootstrap --no-notices "aws://$account/$AWS_REGION"
   "$ROOT/infra/cdk.sh" --local deploy --no-notices --require-approval never \
-    -c dev=true -c "stack=$STACK" -c "code=$code" -c "arch=$arch" -c "rules=$RULES" \
+    -c dev=true -c "stack=$STACK" -c "code=$code" -c "arch=$arch" -c "rules=$RULES" -c runtimeLayer=false \
     --outputs-file "$STATE/outputs.json"
   echo "localstack: deployed $STACK; outputs in $STATE/outputs.json"
 }

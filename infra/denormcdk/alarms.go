@@ -18,14 +18,14 @@ type Alarms struct {
 	// five minutes in a row. Copies are stale by that much, and past MaxRecordAge records
 	// start going to the failure queue.
 	IteratorAge awscloudwatch.Alarm
-	// DeadLetters: at least one failed batch is waiting in the on-failure queue to be replayed.
+	// DeadLetters: at least one failed batch (nil when the failure destination is a topic) is waiting in the on-failure queue to be replayed.
 	DeadLetters awscloudwatch.Alarm
 	// Errors: an invocation failed as a whole (crash, timeout, returned error). Record-level
 	// failures are reported as batch item failures and do not count here.
 	Errors awscloudwatch.Alarm
 }
 
-func newAlarms(scope constructs.Construct, p Props, fn awslambda.Function, dlq awssqs.Queue) Alarms {
+func newAlarms(scope constructs.Construct, p settings, fn awslambda.Function, dlq awssqs.IQueue) Alarms {
 	minute := awscdk.Duration_Minutes(jsii.Number(1))
 	alarm := func(id string, metric awscloudwatch.IMetric, threshold float64, periods int, desc string) awscloudwatch.Alarm {
 		a := awscloudwatch.NewAlarm(scope, jsii.String(id), &awscloudwatch.AlarmProps{
@@ -41,20 +41,26 @@ func newAlarms(scope constructs.Construct, p Props, fn awslambda.Function, dlq a
 		if len(p.AlarmActions) > 0 {
 			a.AddAlarmAction(p.AlarmActions...)
 		}
+		if len(p.OKActions) > 0 {
+			a.AddOkAction(p.OKActions...)
+		}
 		return a
 	}
-	return Alarms{
+	alarms := Alarms{
 		IteratorAge: alarm("IteratorAgeAlarm",
 			fn.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: minute}),
-			float64(p.IteratorAgeThreshold.Milliseconds()), 5,
-			fmt.Sprintf("Denorm is more than %.0f s behind the table's stream for 5 minutes: copies and counters are stale.", p.IteratorAgeThreshold.Seconds())),
-		DeadLetters: alarm("FailedBatchesAlarm",
-			dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: minute}),
-			0, 1,
-			"Denorm gave up on stream records: their shard and sequence numbers are in the failure queue; fix the cause and replay them."),
+			float64(p.iteratorAgeThreshold.Milliseconds()), 5,
+			fmt.Sprintf("Denorm is more than %.0f s behind the table's stream for 5 minutes: copies and counters are stale.", p.iteratorAgeThreshold.Seconds())),
 		Errors: alarm("ErrorsAlarm",
 			fn.MetricErrors(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: minute}),
 			0, 1,
 			"Denorm's stream processor failed whole invocations (crash, timeout or error); the batch is being retried and bisected."),
 	}
+	if dlq != nil {
+		alarms.DeadLetters = alarm("FailedBatchesAlarm",
+			dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: minute}),
+			0, 1,
+			"Denorm gave up on stream records: their shard and sequence numbers are in the failure queue; fix the cause and replay them.")
+	}
+	return alarms
 }

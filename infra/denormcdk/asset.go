@@ -2,6 +2,7 @@ package denormcdk
 
 import (
 	"archive/zip"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -72,35 +73,76 @@ func buildCode(scope constructs.Construct, arch awslambda.Architecture) (string,
 	return filepath.Dir(bootstrap), nil
 }
 
-// stageCode builds the function's code directory: bootstrap from code and the rules file
-// as rules.yaml next to it. The function and its rules then deploy as one versioned unit, so
-// a running function never sees rules it was not built and tested with, and a rules change
-// is a code change that CloudFormation rolls out (and back) like any other.
+// stageCode builds the function's own code directory (path is the construct's): the rules as rules.yaml and, with
+// withBootstrap, bootstrap from code next to it. The function and its rules then deploy as
+// one versioned unit, so a running function never sees rules it was not built and tested
+// with, and a rules change is a code change that CloudFormation rolls out (and back) like any
+// other.
 //
 // The directory lives in the cloud assembly's output directory (cdk.out), like CDK's own
 // bundling output, and is rebuilt on every synth; CDK copies it into an asset named by its
 // content hash, so equal inputs give an equal asset and no redeploy.
-func stageCode(scope constructs.Construct, code, rulesFile string) (string, error) {
-	outdir := awscdk.Stage_Of(scope).AssetOutdir()
-	if outdir == nil || *outdir == "" {
-		return "", fmt.Errorf("staging function code: the construct is not inside an App with an output directory")
-	}
-	sum := sha256.Sum256([]byte(*scope.Node().Path()))
-	dir := filepath.Join(*outdir, "denorm-staging-"+hex.EncodeToString(sum[:8]))
-	if err := os.RemoveAll(dir); err != nil {
+func stageCode(scope constructs.Construct, path, code string, rules []byte, withBootstrap bool) (string, error) {
+	sum := sha256.Sum256([]byte(path))
+	dir, err := stagingDir(scope, "denorm-staging-"+hex.EncodeToString(sum[:8]))
+	if err != nil {
 		return "", fmt.Errorf("staging function code: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("staging function code: %w", err)
+	if withBootstrap {
+		// Lambda needs bootstrap executable; the zip CDK builds keeps this mode.
+		if err := copyBootstrap(code, filepath.Join(dir, "bootstrap")); err != nil {
+			return "", fmt.Errorf("staging function code: %w", err)
+		}
 	}
-	// Lambda needs bootstrap executable; the zip CDK builds keeps this mode.
-	if err := copyBootstrap(code, filepath.Join(dir, "bootstrap")); err != nil {
-		return "", fmt.Errorf("staging function code: %w", err)
-	}
-	if err := copyFile(rulesFile, filepath.Join(dir, RulesFileName), 0o644); err != nil {
+	if err := writeFile(bytes.NewReader(rules), RulesFileName, filepath.Join(dir, RulesFileName), 0o644); err != nil {
 		return "", fmt.Errorf("staging rules file: %w", err)
 	}
 	return dir, nil
+}
+
+// stageRuntime builds the runtime layer's directory: bootstrap from code alone, in a
+// directory named by its content, so every construct of the app built from the same code
+// stages (and CDK uploads) it once. It returns the directory and that name.
+func stageRuntime(scope constructs.Construct, code string) (dir, digest string, err error) {
+	tmp, err := os.MkdirTemp("", "denorm-runtime-")
+	if err != nil {
+		return "", "", fmt.Errorf("staging runtime: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := copyBootstrap(code, filepath.Join(tmp, "bootstrap")); err != nil {
+		return "", "", fmt.Errorf("staging runtime: %w", err)
+	}
+	f, err := os.Open(filepath.Join(tmp, "bootstrap"))
+	if err != nil {
+		return "", "", fmt.Errorf("staging runtime: %w", err)
+	}
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	f.Close()
+	if err != nil {
+		return "", "", fmt.Errorf("staging runtime: %w", err)
+	}
+	digest = hex.EncodeToString(h.Sum(nil)[:8])
+	if dir, err = stagingDir(scope, "denorm-runtime-"+digest); err != nil {
+		return "", "", fmt.Errorf("staging runtime: %w", err)
+	}
+	if err := copyFile(filepath.Join(tmp, "bootstrap"), filepath.Join(dir, "bootstrap"), 0o755); err != nil {
+		return "", "", fmt.Errorf("staging runtime: %w", err)
+	}
+	return dir, digest, nil
+}
+
+// stagingDir is an empty directory of that name in the app's output directory.
+func stagingDir(scope constructs.Construct, name string) (string, error) {
+	outdir := awscdk.Stage_Of(scope).AssetOutdir()
+	if outdir == nil || *outdir == "" {
+		return "", fmt.Errorf("the construct is not inside an App with an output directory")
+	}
+	dir := filepath.Join(*outdir, name)
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	return dir, os.MkdirAll(dir, 0o755)
 }
 
 // copyBootstrap copies bootstrap out of code, a directory or a zip file (see checkCode).

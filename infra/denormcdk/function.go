@@ -22,16 +22,16 @@ const (
 // empty: CDK's default role would attach AWSLambdaBasicExecutionRole, whose logs actions
 // apply to every log group ("*"); with an explicit log group the function can be granted
 // writes to that group only (see grantProcessor).
-func newFunction(scope constructs.Construct, p Props, codePath string, tableName *string, dev bool) (awslambda.Function, awsiam.Role, awslogs.LogGroup) {
+func newFunction(scope constructs.Construct, p settings, codePath string, runtime awslambda.ILayerVersion, tableName *string) (awslambda.Function, awsiam.Role, awslogs.LogGroup) {
 	role := awsiam.NewRole(scope, jsii.String("ProcessorRole"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("Denorm stream processor: reads the table's stream, writes copies and counters"),
 	})
 	logs := awslogs.NewLogGroup(scope, jsii.String("ProcessorLogs"), &awslogs.LogGroupProps{
 		Retention:     p.LogRetention,
-		RemovalPolicy: removalPolicy(dev),
+		RemovalPolicy: removalPolicy(p.Dev),
 	})
-	fn := awslambda.NewFunction(scope, jsii.String("Processor"), &awslambda.FunctionProps{
+	props := &awslambda.FunctionProps{
 		Description: jsii.String("Denorm: keeps copies, mirrors and counters of the table correct from its stream"),
 		Runtime:     awslambda.Runtime_PROVIDED_AL2023(),
 		// A Go binary; arm64 (Graviton) is about 20% cheaper per GB-second than x86_64.
@@ -41,7 +41,7 @@ func newFunction(scope constructs.Construct, p Props, codePath string, tableName
 		// CPU scales with memory; the work is mostly waiting on DynamoDB (see DefaultMemoryMB).
 		MemorySize: jsii.Number(float64(p.MemoryMB)),
 		// One batch's budget; the handler stops new work ~5 s before the deadline (see DefaultTimeout).
-		Timeout: awscdk.Duration_Seconds(jsii.Number(p.Timeout.Seconds())),
+		Timeout: awscdk.Duration_Seconds(jsii.Number(p.timeout.Seconds())),
 		Role:    role,
 		Environment: &map[string]*string{
 			EnvTable: tableName,
@@ -55,6 +55,31 @@ func newFunction(scope constructs.Construct, p Props, codePath string, tableName
 		LogGroup:              logs,
 		// No X-Ray tracing: xray:PutTraceSegments has no resource-level permissions and
 		// would need Resource "*"; the JSON logs carry the request id and timings instead.
-	})
+	}
+	if runtime != nil {
+		// Without bootstrap in the function's code, Lambda runs the one in its layers.
+		props.Layers = &[]awslambda.ILayerVersion{runtime}
+	}
+	if p.ReservedConcurrency > 0 {
+		props.ReservedConcurrentExecutions = jsii.Number(float64(p.ReservedConcurrency))
+	}
+	fn := awslambda.NewFunction(scope, jsii.String("Processor"), props)
 	return fn, role, logs
+}
+
+// runtimeLayer is the layer holding bootstrap (stageRuntime's dir), one per stack for each
+// build of the function: the constructs of a stack built from the same code share it, and
+// the stacks of an app share its asset.
+func runtimeLayer(scope constructs.Construct, dir, digest string, arch awslambda.Architecture) awslambda.ILayerVersion {
+	stack := awscdk.Stack_Of(scope)
+	id := "DenormRuntime" + digest
+	if existing, ok := stack.Node().TryFindChild(jsii.String(id)).(awslambda.ILayerVersion); ok {
+		return existing
+	}
+	return awslambda.NewLayerVersion(stack, jsii.String(id), &awslambda.LayerVersionProps{
+		Description:             jsii.String("Denorm stream processor runtime (bootstrap) " + digest),
+		Code:                    awslambda.Code_FromAsset(jsii.String(dir), nil),
+		CompatibleRuntimes:      &[]awslambda.Runtime{awslambda.Runtime_PROVIDED_AL2023()},
+		CompatibleArchitectures: &[]awslambda.Architecture{arch},
+	})
 }

@@ -37,23 +37,23 @@ func newDeadLetterQueue(scope constructs.Construct, dev bool) awssqs.Queue {
 // newMapping connects the table's stream to the function. It is the L1 resource because the
 // L2 EventSourceMapping/DynamoEventSource grant permissions themselves (ListStreams on "*",
 // queue attributes); here every permission comes from grantProcessor.
-func newMapping(scope constructs.Construct, p Props, fn awslambda.IFunction, streamArn *string, filters []string,
-	dlq awssqs.IQueue) awslambda.CfnEventSourceMapping {
+func newMapping(scope constructs.Construct, p settings, fn awslambda.IFunction, streamArn *string, filters []string,
+	failureDestination *string) awslambda.CfnEventSourceMapping {
 	props := &awslambda.CfnEventSourceMappingProps{
 		FunctionName:   fn.FunctionName(),
 		EventSourceArn: streamArn,
-		// From the oldest record the stream holds: a new deployment (or a replacement of the
-		// mapping) must not skip writes made while it was being created.
-		StartingPosition:               jsii.String("TRIM_HORIZON"),
+		// TRIM_HORIZON by default, from the oldest record the stream holds: a new deployment
+		// (or a replacement of the mapping) must not skip writes made while it was being created.
+		StartingPosition:               jsii.String(p.startingPosition),
 		BatchSize:                      jsii.Number(float64(p.BatchSize)),
-		MaximumBatchingWindowInSeconds: jsii.Number(p.MaxBatchingWindow.Seconds()),
+		MaximumBatchingWindowInSeconds: jsii.Number(p.maxBatchingWindow.Seconds()),
 		// The handler reports the first record it could not apply; Lambda retries from there.
 		FunctionResponseTypes: jsii.Strings("ReportBatchItemFailures"),
 		// A batch that fails as a whole (timeout, crash) is split in halves until the poison
 		// record is alone, so one bad record does not hold back the records around it.
 		BisectBatchOnFunctionError: jsii.Bool(true),
 		MaximumRetryAttempts:       jsii.Number(float64(p.RetryAttempts)),
-		MaximumRecordAgeInSeconds:  jsii.Number(p.MaxRecordAge.Seconds()),
+		MaximumRecordAgeInSeconds:  jsii.Number(p.maxRecordAge.Seconds()),
 		// One batch per shard at a time. The exactly-once watermarks ("applied up to sequence
 		// number S" per source item or per partition) need the records of one partition key
 		// applied in stream order by one invoker. Above 1, Lambda keeps order only per item
@@ -61,7 +61,7 @@ func newMapping(scope constructs.Construct, p Props, fn awslambda.IFunction, str
 		// invocations, and a partition watermark advanced by one would skip the other's records.
 		ParallelizationFactor: jsii.Number(1),
 		DestinationConfig: &awslambda.CfnEventSourceMapping_DestinationConfigProperty{
-			OnFailure: &awslambda.CfnEventSourceMapping_OnFailureProperty{Destination: dlq.QueueArn()},
+			OnFailure: &awslambda.CfnEventSourceMapping_OnFailureProperty{Destination: failureDestination},
 		},
 	}
 	if len(filters) > 0 {

@@ -3,7 +3,9 @@ package denormcdk
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -18,7 +20,40 @@ const (
 	SidLogs        = "WriteOwnLogs"
 	// SidTableKey is only there when the table is encrypted with a customer managed key.
 	SidTableKey = "UseTableKey"
+	// SidFailureKey is only there when the app's failure queue or topic has a KMS key.
+	SidFailureKey = "UseFailureDestinationKey"
 )
+
+// FailureKeyActions are what sending to a KMS-encrypted SQS queue or SNS topic needs on its key.
+var FailureKeyActions = []string{"kms:Decrypt", "kms:GenerateDataKey"}
+
+// failureDestination is where the mapping sends the metadata of batches it gives up on: the
+// construct's own queue or the app's queue or topic (Props.FailureQueue, FailureTopic).
+type failureDestination struct {
+	queue awssqs.IQueue
+	topic awssns.ITopic
+}
+
+func (d failureDestination) arn() *string {
+	if d.topic != nil {
+		return d.topic.TopicArn()
+	}
+	return d.queue.QueueArn()
+}
+
+func (d failureDestination) action() string {
+	if d.topic != nil {
+		return "sns:Publish"
+	}
+	return "sqs:SendMessage"
+}
+
+func (d failureDestination) key() awskms.IKey {
+	if d.topic != nil {
+		return d.topic.MasterKey()
+	}
+	return d.queue.EncryptionMasterKey()
+}
 
 // StreamReadActions are what Lambda's event source mapping calls on the stream with the
 // function's role; the function itself reads no stream. dynamodb:ListStreams is left out: it
@@ -59,9 +94,10 @@ var TableKeyActions = []string{
 // wildcard action and no Resource "*". It is an explicit Policy rather than Grant* calls
 // because those grant more: Table.grantStreamRead adds dynamodb:ListStreams on "*",
 // grantReadWriteData adds Scan, BatchWriteItem and "<table>/index/*", and a queue's
-// grantSendMessages adds GetQueueAttributes and GetQueueUrl.
+// grantSendMessages adds GetQueueAttributes and GetQueueUrl, and a KMS key's grants add
+// kms:ReEncrypt* and kms:GenerateDataKey*.
 func grantProcessor(scope constructs.Construct, role awsiam.IRole, t awsdynamodb.ITable, queried []string,
-	extraReads []string, dlq awssqs.Queue, logs awslogs.LogGroup) awsiam.Policy {
+	extraReads []string, dest failureDestination, logs awslogs.LogGroup) awsiam.Policy {
 	queryResources := []*string{t.TableArn()}
 	seen := map[string]bool{}
 	for _, name := range queried {
@@ -86,13 +122,17 @@ func grantProcessor(scope constructs.Construct, role awsiam.IRole, t awsdynamodb
 		// The base table too: fan-outs and pulls read item collections by partition.
 		stmt(SidQuery, []string{"dynamodb:Query"}, queryResources...),
 		// Lambda sends the failed batch's metadata with the function's role.
-		stmt(SidDeadLetters, []string{"sqs:SendMessage"}, dlq.QueueArn()),
+		stmt(SidDeadLetters, []string{dest.action()}, dest.arn()),
 		// LogGroupArn ends in ":*", which names this group's log streams and nothing else.
 		stmt(SidLogs, []string{"logs:CreateLogStream", "logs:PutLogEvents"}, logs.LogGroupArn()),
 	}
 	if key := t.EncryptionKey(); key != nil {
 		// Reading the stream and the items decrypts with the table's key; writing encrypts.
 		statements = append(statements, stmt(SidTableKey, TableKeyActions, key.KeyArn()))
+	}
+	if key := dest.key(); key != nil {
+		// Sending to an encrypted queue or topic encrypts with its key.
+		statements = append(statements, stmt(SidFailureKey, FailureKeyActions, key.KeyArn()))
 	}
 	return awsiam.NewPolicy(scope, jsii.String("ProcessorPolicy"), &awsiam.PolicyProps{
 		Roles:      &[]awsiam.IRole{role},

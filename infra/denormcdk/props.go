@@ -10,10 +10,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
 
 	"github.com/denorm/denorm/internal/deployed"
 )
@@ -51,12 +55,17 @@ const RulesFileName = "rules.yaml"
 // Props configures a Denorm construct. RulesFile is required; every other field has a
 // default that suits a production table.
 type Props struct {
-	// RulesFile is the path of the rules file (relative paths, like Code's, are relative to
-	// the working directory of the CDK app, where its cdk.json is). The construct loads,
-	// validates and compiles it with the function's own compiler and derives from it the
-	// table's layout, the event filters and the indexes the function may query; it is
-	// packaged with the function as rules.yaml.
+	// RulesFile is the path of the rules file; a relative path is relative to the working
+	// directory of the CDK app, where its cdk.json is. The construct loads, validates and
+	// compiles it with the function's own compiler and derives from it the table's layout, the
+	// event filters and the indexes the function may query; it is packaged with the function
+	// as rules.yaml. Give either RulesFile or Rules.
 	RulesFile string
+	// Rules is the rules file's content, instead of RulesFile: for example a file embedded
+	// with //go:embed, so that the app does not depend on the directory it runs in. RulesName
+	// names it in error messages (default "rules.yaml").
+	Rules     []byte
+	RulesName string
 	// Code is the function's code, already built: a directory holding the `bootstrap`
 	// executable or a zip file with `bootstrap` at its root (what `make build` writes in
 	// Denorm's repository: dist/streamproc, dist/streamproc.zip). Only bootstrap is taken
@@ -89,33 +98,61 @@ type Props struct {
 	// Architecture of the function; default ARM64 (cheaper per GB-second). The construct
 	// builds for it; a Code built for the other one does not run.
 	Architecture awslambda.Architecture
-	MemoryMB     int           // default DefaultMemoryMB
-	Timeout      time.Duration // default DefaultTimeout
+	MemoryMB     int             // default DefaultMemoryMB
+	Timeout      awscdk.Duration // default DefaultTimeout; whole seconds
 	LogRetention awslogs.RetentionDays
+	// ReservedConcurrency reserves that many concurrent executions of the account's pool for
+	// the function (it needs one per shard; see README "Sizing"); 0: unreserved.
+	ReservedConcurrency int
+	// NoRuntimeLayer packs bootstrap into the function's own code. By default bootstrap is in
+	// a Lambda layer that every Denorm construct of a stack with the same code shares, so
+	// several constructs in an app deploy the executable once and each function's own code
+	// holds only its rules.yaml. Set it for a platform that does not apply layers.
+	NoRuntimeLayer bool
 
-	BatchSize         int           // default DefaultBatchSize
-	MaxBatchingWindow time.Duration // default DefaultMaxBatchingWindow
-	RetryAttempts     int           // default DefaultRetryAttempts
-	MaxRecordAge      time.Duration // default DefaultMaxRecordAge
+	BatchSize         int             // default DefaultBatchSize
+	MaxBatchingWindow awscdk.Duration // default DefaultMaxBatchingWindow; whole seconds
+	RetryAttempts     int             // default DefaultRetryAttempts
+	MaxRecordAge      awscdk.Duration // default DefaultMaxRecordAge; whole seconds
+	// StartingPosition of the event source mapping: TRIM_HORIZON (the default) reads every
+	// record the stream still holds, so nothing written while the stack deployed is missed.
+	// LATEST skips them; then run `denorm backfill` once the mapping runs (docs/operations.md).
+	StartingPosition awslambda.StartingPosition
 	// MaxFilters is the filters-per-mapping quota of the account; raise it after a quota increase.
 	MaxFilters int
 
+	// FailureQueue or FailureTopic is the app's own on-failure destination for batches the
+	// mapping gives up on (at most one of them); nil: the construct creates a queue
+	// (DeadLetterQueue). The processor's role is granted sqs:SendMessage or sns:Publish on it,
+	// and the use of its KMS key when it has one. A queue gets the FailedBatches alarm; a
+	// topic's subscribers see each message themselves.
+	FailureQueue awssqs.IQueue
+	FailureTopic awssns.ITopic
+
+	// NoAlarms: define no alarms (an app that monitors the function its own way).
+	NoAlarms bool
 	// IteratorAgeThreshold; default DefaultIteratorAgeThreshold.
-	IteratorAgeThreshold time.Duration
-	// AlarmActions are added to every alarm (for example an SNS topic action).
+	IteratorAgeThreshold awscdk.Duration
+	// AlarmActions are added to every alarm (for example an SNS topic action); OKActions
+	// to every alarm's return to OK.
 	AlarmActions []awscloudwatch.IAlarmAction
+	OKActions    []awscloudwatch.IAlarmAction
 }
 
-// withDefaults returns p with zero fields set to their defaults.
-func (p Props) withDefaults() Props {
+// settings are Props with every default filled in and the durations as time.Duration.
+type settings struct {
+	Props
+	timeout, maxBatchingWindow, maxRecordAge, iteratorAgeThreshold time.Duration
+	startingPosition                                               string
+}
+
+// withDefaults returns p's settings, zero fields set to their defaults.
+func (p Props) withDefaults() settings {
 	if p.Architecture == nil {
 		p.Architecture = awslambda.Architecture_ARM_64()
 	}
 	if p.MemoryMB == 0 {
 		p.MemoryMB = DefaultMemoryMB
-	}
-	if p.Timeout == 0 {
-		p.Timeout = DefaultTimeout
 	}
 	if p.LogRetention == "" {
 		p.LogRetention = awslogs.RetentionDays_ONE_MONTH
@@ -123,39 +160,56 @@ func (p Props) withDefaults() Props {
 	if p.BatchSize == 0 {
 		p.BatchSize = DefaultBatchSize
 	}
-	if p.MaxBatchingWindow == 0 {
-		p.MaxBatchingWindow = DefaultMaxBatchingWindow
-	}
 	if p.RetryAttempts == 0 {
 		p.RetryAttempts = DefaultRetryAttempts
-	}
-	if p.MaxRecordAge == 0 {
-		p.MaxRecordAge = DefaultMaxRecordAge
 	}
 	if p.MaxFilters == 0 {
 		p.MaxFilters = DefaultMaxFilters
 	}
-	if p.IteratorAgeThreshold == 0 {
-		p.IteratorAgeThreshold = DefaultIteratorAgeThreshold
+	if p.Rules != nil && p.RulesName == "" {
+		p.RulesName = RulesFileName
 	}
-	return p
+	s := settings{Props: p,
+		timeout:              duration(p.Timeout, DefaultTimeout),
+		maxBatchingWindow:    duration(p.MaxBatchingWindow, DefaultMaxBatchingWindow),
+		maxRecordAge:         duration(p.MaxRecordAge, DefaultMaxRecordAge),
+		iteratorAgeThreshold: duration(p.IteratorAgeThreshold, DefaultIteratorAgeThreshold),
+		startingPosition:     string(awslambda.StartingPosition_TRIM_HORIZON),
+	}
+	if p.StartingPosition != "" {
+		s.startingPosition = string(p.StartingPosition)
+	}
+	return s
 }
 
-// validate reports every problem with p at once, before any resource is defined, so a bad
-// rules file stops the synth with all its reasons and leaves no half-built construct tree.
-// It returns what the construct takes from the rules file.
-func (p Props) validate() (compiledRules, error) {
+// duration is d as a time.Duration, or def when d is not set.
+func duration(d awscdk.Duration, def time.Duration) time.Duration {
+	if d == nil {
+		return def
+	}
+	return time.Duration(*d.ToMilliseconds(&awscdk.TimeConversionOptions{Integral: jsii.Bool(false)}) * float64(time.Millisecond))
+}
+
+// validate reports every problem with the settings at once, before any resource is defined,
+// so a bad rules file stops the synth with all its reasons and leaves no half-built
+// construct tree. It returns what the construct takes from the rules file.
+func (p settings) validate() (compiledRules, error) {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	var r compiledRules
-	if p.RulesFile == "" {
-		bad("RulesFile is required")
-	} else if loaded, err := loadRules(p.RulesFile); err != nil {
-		errs = append(errs, err)
-	} else {
-		r = loaded
-		if err := CheckFilterPatterns(r.filterPatterns, p.MaxFilters); err != nil {
+	switch {
+	case p.RulesFile == "" && p.Rules == nil:
+		bad("RulesFile (a path) or Rules (the file's content) is required")
+	case p.RulesFile != "" && p.Rules != nil:
+		bad("give RulesFile or Rules, not both")
+	default:
+		if loaded, err := loadRules(p.RulesFile, p.RulesName, p.Rules); err != nil {
 			errs = append(errs, err)
+		} else {
+			r = loaded
+			if err := CheckFilterPatterns(r.filterPatterns, p.MaxFilters); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if err := checkCode(p.Code); err != nil {
@@ -179,22 +233,36 @@ func (p Props) validate() (compiledRules, error) {
 	if p.MemoryMB < 128 || p.MemoryMB > 10240 {
 		bad("MemoryMB %d is outside Lambda's 128..10240", p.MemoryMB)
 	}
-	if p.Timeout < time.Second || p.Timeout > 15*time.Minute || p.Timeout%time.Second != 0 {
-		bad("Timeout %s must be whole seconds between 1s and 15m", p.Timeout)
+	if p.timeout < time.Second || p.timeout > 15*time.Minute || p.timeout%time.Second != 0 {
+		bad("Timeout %s must be whole seconds between 1s and 15m", p.timeout)
+	}
+	if p.ReservedConcurrency < 0 {
+		bad("ReservedConcurrency %d is negative (0 leaves the function unreserved)", p.ReservedConcurrency)
 	}
 	if p.BatchSize < 1 || p.BatchSize > 10000 {
 		bad("BatchSize %d is outside 1..10000", p.BatchSize)
 	}
-	if p.MaxBatchingWindow < 0 || p.MaxBatchingWindow > 300*time.Second || p.MaxBatchingWindow%time.Second != 0 {
-		bad("MaxBatchingWindow %s must be whole seconds up to 300s", p.MaxBatchingWindow)
+	if p.maxBatchingWindow < 0 || p.maxBatchingWindow > 300*time.Second || p.maxBatchingWindow%time.Second != 0 {
+		bad("MaxBatchingWindow %s must be whole seconds up to 300s", p.maxBatchingWindow)
 	}
 	// Lambda's -1 (retry until the record expires) is deliberately not offered: a poison
 	// record must not block its shard for the stream's whole retention.
 	if p.RetryAttempts < 1 || p.RetryAttempts > 10000 {
 		bad("RetryAttempts %d is outside 1..10000", p.RetryAttempts)
 	}
-	if p.MaxRecordAge < 60*time.Second || p.MaxRecordAge > 7*24*time.Hour || p.MaxRecordAge%time.Second != 0 {
-		bad("MaxRecordAge %s must be whole seconds between 60s and 7 days", p.MaxRecordAge)
+	if p.maxRecordAge < 60*time.Second || p.maxRecordAge > 7*24*time.Hour || p.maxRecordAge%time.Second != 0 {
+		bad("MaxRecordAge %s must be whole seconds between 60s and 7 days", p.maxRecordAge)
+	}
+	if p.iteratorAgeThreshold <= 0 {
+		bad("IteratorAgeThreshold %s must be positive", p.iteratorAgeThreshold)
+	}
+	switch p.startingPosition {
+	case string(awslambda.StartingPosition_TRIM_HORIZON), string(awslambda.StartingPosition_LATEST):
+	default:
+		bad("StartingPosition %s: a DynamoDB stream starts at TRIM_HORIZON or LATEST", p.startingPosition)
+	}
+	if p.FailureQueue != nil && p.FailureTopic != nil {
+		bad("give FailureQueue or FailureTopic, not both")
 	}
 	return r, errors.Join(errs...)
 }

@@ -21,8 +21,17 @@ type compiledRules struct {
 // loader and compiler as the function, so the stack cannot be derived from rules the
 // function would reject: an invalid file fails the synth with every problem and its
 // file:line:column.
-func loadRules(path string) (compiledRules, error) {
-	set, err := rules.LoadSet(path)
+//
+// With data (Props.Rules) it parses data, and path (Props.RulesName) names it in messages.
+func loadRules(path, name string, data []byte) (compiledRules, error) {
+	var set *rules.Set
+	var err error
+	if data != nil {
+		path = name
+		set, err = rules.ParseSet(name, data)
+	} else {
+		set, err = rules.LoadSet(path)
+	}
 	if err != nil {
 		return compiledRules{}, err
 	}

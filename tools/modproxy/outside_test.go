@@ -96,8 +96,25 @@ func TestExampleAppOutsideTheRepository(t *testing.T) {
 	}
 	t.Logf("cdk synth of %s outside the repository: %s", exampleDir, time.Since(start).Round(time.Second))
 
-	asset := functionAsset(t, filepath.Join(app, "cdk.out"), "OrdersDenorm")
-	entries, err := os.ReadDir(asset)
+	cdkOut := filepath.Join(app, "cdk.out")
+	asset := assetOf(t, cdkOut, "OrdersDenorm", "AWS::Lambda::Function")
+	if names := dirNames(t, asset); !slices.Equal(names, []string{"rules.yaml"}) {
+		t.Errorf("the function's asset holds %v, want rules.yaml", names)
+	}
+	rules, _ := os.ReadFile(filepath.Join(asset, "rules.yaml"))
+	if want, _ := os.ReadFile(filepath.Join(app, "rules.yaml")); !bytes.Equal(rules, want) {
+		t.Error("the asset's rules.yaml is not the app's rules.yaml")
+	}
+	runtime := assetOf(t, cdkOut, "OrdersDenorm", "AWS::Lambda::LayerVersion")
+	if names := dirNames(t, runtime); !slices.Equal(names, []string{"bootstrap"}) {
+		t.Errorf("the runtime layer's asset holds %v, want bootstrap", names)
+	}
+	checkBootstrap(t, filepath.Join(runtime, "bootstrap"), engine)
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,14 +122,7 @@ func TestExampleAppOutsideTheRepository(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if !slices.Equal(names, []string{"bootstrap", "rules.yaml"}) {
-		t.Errorf("the function's asset holds %v, want bootstrap and rules.yaml", names)
-	}
-	rules, _ := os.ReadFile(filepath.Join(asset, "rules.yaml"))
-	if want, _ := os.ReadFile(filepath.Join(app, "rules.yaml")); !bytes.Equal(rules, want) {
-		t.Error("the asset's rules.yaml is not the app's rules.yaml")
-	}
-	checkBootstrap(t, filepath.Join(asset, "bootstrap"), engine)
+	return names
 }
 
 // copyExample copies the example's files (those of the working tree, not its cdk.out) to dst.
@@ -166,9 +176,9 @@ func requireOnlyAtVersion(t *testing.T, goMod, version string) []string {
 	return paths
 }
 
-// functionAsset finds the stack's one Lambda function in the cloud assembly and returns its
-// code asset's directory.
-func functionAsset(t *testing.T, cdkOut, stack string) string {
+// assetOf is the asset directory of the one resource of type typ (a function or a layer
+// version) in the stack's template.
+func assetOf(t *testing.T, cdkOut, stack, typ string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(cdkOut, stack+".template.json"))
 	if err != nil {
@@ -176,9 +186,8 @@ func functionAsset(t *testing.T, cdkOut, stack string) string {
 	}
 	var tmpl struct {
 		Resources map[string]struct {
-			Type       string
-			Properties struct{ Code struct{ S3Key string } }
-			Metadata   map[string]any
+			Type     string
+			Metadata map[string]any
 		}
 	}
 	if err := json.Unmarshal(data, &tmpl); err != nil {
@@ -186,17 +195,17 @@ func functionAsset(t *testing.T, cdkOut, stack string) string {
 	}
 	var dirs []string
 	for id, r := range tmpl.Resources {
-		if r.Type != "AWS::Lambda::Function" {
+		if r.Type != typ {
 			continue
 		}
 		dir, _ := r.Metadata["aws:asset:path"].(string)
-		if dir == "" || r.Properties.Code.S3Key != strings.TrimPrefix(dir, "asset.")+".zip" {
-			t.Fatalf("function %s: asset path %q, S3Key %q", id, dir, r.Properties.Code.S3Key)
+		if !strings.HasPrefix(dir, "asset.") {
+			t.Fatalf("%s %s: asset path %q", typ, id, dir)
 		}
 		dirs = append(dirs, filepath.Join(cdkOut, dir))
 	}
 	if len(dirs) != 1 {
-		t.Fatalf("%d Lambda functions in %s, want 1", len(dirs), stack)
+		t.Fatalf("%d resources of type %s in %s, want 1", len(dirs), typ, stack)
 	}
 	return dirs[0]
 }
