@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/denorm/denorm/internal/ops"
 )
@@ -60,7 +61,21 @@ func runBackfill(ctx context.Context, args []string) error {
 		}
 		return err
 	case rep.Problems > 0 || rep.Unrepaired > 0 && !*dryRun:
-		return &exitError{code: 1, err: fmt.Errorf("%d items left unrepaired, %d items the rules cannot evaluate: run denorm verify", rep.Unrepaired, rep.Problems)}
+		return &exitError{code: 1, err: backfillLeft(rep.Unrepaired, rep.Problems)}
 	}
 	return nil
+}
+
+// backfillLeft is the one piece of advice for what a backfill left: targets that kept
+// changing (or whose write failed) are for the same command again, which rewrites only what
+// is still wrong; items the rules cannot evaluate are for the application, listed above.
+func backfillLeft(unrepaired, problems int64) error {
+	var parts []string
+	if unrepaired > 0 {
+		parts = append(parts, fmt.Sprintf("%d targets kept changing during the run or failed to write and were left: run the same command again", unrepaired))
+	}
+	if problems > 0 {
+		parts = append(parts, fmt.Sprintf("%d items the rules cannot evaluate (examples above): fix them in the application", problems))
+	}
+	return errors.New(strings.Join(parts, "; "))
 }

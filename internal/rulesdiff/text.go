@@ -128,7 +128,7 @@ func (d *Diff) Plan(table string) []string {
 	if bf := d.Backfill(); len(bf) > 0 {
 		only := strings.Join(bf, ",")
 		steps = append(steps,
-			"Backfill the added and changed rules; the application may keep writing (exit status 1: targets that kept changing were left; run it again):\ndenorm backfill --rules "+d.New+" --table "+table+" --only "+only,
+			"Backfill the added and changed rules; the application may keep writing, and the backfill waits as long as the stream processor takes to answer it (exit status 1: targets that kept changing were left; run the same command again):\ndenorm backfill --rules "+d.New+" --table "+table+" --only "+only,
 			"Verify them once the stream has caught up (drift reported twice with the same values is real):\ndenorm verify --rules "+d.New+" --table "+table+" --only "+only)
 	}
 	var clean []string
