@@ -10,7 +10,12 @@ import (
 // ruleSubset loads the rules file and keeps only the named rules (all of them when names
 // is empty), so a workload measures exactly the rules it is about with the same entities,
 // table and semantics as the full example.
-func ruleSubset(path string, names []string) (*rules.File, *rules.Set, error) {
+//
+// With perItem (a workload above ParallelizationFactor 1, where Lambda keeps the records
+// of each item in order but not those of a partition) counts and sums are guarded by
+// transaction: relay and watermark mode need a partition's records in one order. A rule
+// that would still be in watermark mode is refused.
+func ruleSubset(path string, names []string, perItem bool) (*rules.File, *rules.Set, error) {
 	f, err := rules.Load(path)
 	if err != nil {
 		return nil, nil, err
@@ -28,9 +33,28 @@ func ruleSubset(path string, names []string) (*rules.File, *rules.Set, error) {
 		}
 		f = &g
 	}
+	if perItem {
+		g := *f
+		g.Rules = slices.Clone(f.Rules)
+		for i, r := range g.Rules {
+			if r.Agg != nil && (r.Kind == rules.KindCount || r.Kind == rules.KindSum) {
+				agg := *r.Agg
+				agg.ExactlyOnce = rules.ExactlyOnceTransaction
+				g.Rules[i].Agg = &agg
+			}
+		}
+		f = &g
+	}
 	set, err := rules.Compile(f)
 	if err != nil {
 		return nil, nil, err
+	}
+	if perItem {
+		for _, r := range set.Rules {
+			if cr := set.Rule(r.Name); cr != nil && cr.Watermark {
+				return nil, nil, fmt.Errorf("rule %s needs its partition's records in one order (watermark mode), which Lambda does not keep above ParallelizationFactor 1", r.Name)
+			}
+		}
 	}
 	return f, set, nil
 }

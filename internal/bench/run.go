@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(chosen) == 0 {
 		return nil, fmt.Errorf("no workload named %s (have %s)", strings.Join(cfg.Workloads, ", "), names(all))
 	}
-	_, set, err := ruleSubset(cfg.RulesPath, nil)
+	_, set, err := ruleSubset(cfg.RulesPath, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func (r *runner) withEmulator(ctx context.Context, set *rules.Set, fn func(*dyna
 }
 
 func (r *runner) workload(ctx context.Context, w Workload) (*WorkloadResult, error) {
-	f, set, err := ruleSubset(r.cfg.RulesPath, w.Rules)
+	f, set, err := ruleSubset(r.cfg.RulesPath, w.Rules, w.ParallelizationFactor > 1)
 	if err != nil {
 		return nil, err
 	}

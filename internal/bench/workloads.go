@@ -325,9 +325,11 @@ func socialMix(seed uint64, sz Size) Workload {
 const hotTargetFactor = 4
 
 // hotTarget: posts created (90 %) and deleted (10 %) in as many partitions as there are
-// posts, every one counted into the single STATS#global item (global-post-count: relay
-// mode), with ParallelizationFactor 4 for both systems: several batches write into the one
-// target at once.
+// posts, every one counted into the single STATS#global item (global-post-count), with
+// ParallelizationFactor 4 for both systems: several batches write into the one target at
+// once. Above factor 1 Lambda keeps each item's records in order, not a partition's, so
+// Denorm runs the rule in transaction mode (ruleSubset): relay mode's watermark over the
+// relay partition would skip a relay record another lane applied out of order.
 func hotTarget(seed uint64, sz Size) Workload {
 	g := newGen(seed, 6)
 	w := Workload{Name: "hot-target", Rules: []string{"global-post-count"}, LiveRate: sz.HotRate,

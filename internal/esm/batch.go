@@ -13,8 +13,8 @@ type pending struct {
 	seq     string
 	raw     json.RawMessage // the record as the event carries it
 	created time.Time
-	// part is the record's partition key, which picks its lane (ParallelizationFactor > 1).
-	part string
+	// item is the record's item key, which picks its lane (ParallelizationFactor > 1).
+	item string
 }
 
 // maxBackoff caps the pause between retries of a batch.

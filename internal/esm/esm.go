@@ -65,9 +65,10 @@ type Config struct {
 	// BatchSize is the most records per invocation: default 100, at most 10000.
 	BatchSize int
 	// ParallelizationFactor is how many batches of one shard are processed at once: default
-	// 1, at most 10. As in Lambda, each record goes to the lane its partition key hashes to,
-	// so the records of one partition key stay in order, and the shard's checkpoint passes a
-	// record only once every lane has processed everything up to it. Here the shard's reader
+	// 1, at most 10. As in Lambda, each record goes to the lane its item's key (partition and
+	// sort key) hashes to, so the records of one item stay in order but two items of one
+	// partition may be processed at once, and the shard's checkpoint passes a record only
+	// once every lane has processed everything up to it. Here the shard's reader
 	// gathers up to ParallelizationFactor x BatchSize records, delivers each lane's share in
 	// batches of at most BatchSize, and reads on when every lane is done.
 	ParallelizationFactor int
@@ -127,9 +128,6 @@ type Mapping struct {
 	region string
 	ckpt   *checkpoint
 	stats  counters
-	// hashKey is the table's partition key attribute, from the first DescribeStream; lanes
-	// hash its value. Written once before any shard starts.
-	hashKey string
 
 	mu        sync.Mutex
 	shards    map[string]*shardState

@@ -15,7 +15,8 @@ import (
 )
 
 // deliverAll delivers the records of one read. With ParallelizationFactor 1 they are one
-// batch. Otherwise each record goes to the lane its partition key hashes to; the lanes run
+// batch. Otherwise each record goes to the lane its item's key (partition and sort key)
+// hashes to, which is the order Lambda promises above factor 1: per item, not per partition; the lanes run
 // concurrently, each delivering its share in order in batches of at most BatchSize, and the
 // shard's checkpoint advances only past records that every lane has processed up to.
 func (w *worker) deliverAll(ctx context.Context, recs []pending) error {
@@ -28,7 +29,7 @@ func (w *worker) deliverAll(ctx context.Context, recs []pending) error {
 	t := &lanes{recs: recs, of: make([]int, len(recs)), upTo: make([]string, n)}
 	shares := make([][]pending, n)
 	for i, p := range recs {
-		l := laneOf(p.part, n)
+		l := laneOf(p.item, n)
 		t.of[i] = l
 		shares[l] = append(shares[l], p)
 	}
@@ -91,20 +92,16 @@ func (l *lane) processed(seq string) string {
 	return t.recs[t.next-1].seq
 }
 
-// laneOf hashes a partition key onto one of n lanes.
-func laneOf(part string, n int) int {
+// laneOf hashes an item's key onto one of n lanes.
+func laneOf(item string, n int) int {
 	h := fnv.New32a()
-	h.Write([]byte(part))
+	h.Write([]byte(item))
 	return int(h.Sum32() % uint32(n))
 }
 
-// partitionKey renders the value of a record's partition key, which decides its lane. When
-// the stream did not name its key schema, every key attribute counts: records of one item
-// still share a lane.
-func partitionKey(keys map[string]types.AttributeValue, hashKey string) string {
-	if v, ok := keys[hashKey]; ok && hashKey != "" {
-		return keyValue(v)
-	}
+// itemKey renders a record's key attributes (the table's partition and sort key), which
+// decide its lane: records of one item share a lane, two items of one partition need not.
+func itemKey(keys map[string]types.AttributeValue) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		b.WriteString(k)

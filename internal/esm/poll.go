@@ -223,7 +223,7 @@ func (w *worker) fill(g *gathered) (full bool, err error) {
 // prepare encodes r for the event and applies the filter.
 func (m *Mapping) prepare(r types.Record) (p pending, keep bool, err error) {
 	p = pending{seq: aws.ToString(r.Dynamodb.SequenceNumber), created: aws.ToTime(r.Dynamodb.ApproximateCreationDateTime),
-		part: partitionKey(r.Dynamodb.Keys, m.hashKey)}
+		item: itemKey(r.Dynamodb.Keys)}
 	p.raw, err = record.EncodeStreamRecord(r, m.cfg.StreamARN, m.region)
 	if err != nil {
 		return p, false, err

@@ -39,13 +39,6 @@ func (m *Mapping) describe(ctx context.Context) error {
 			return fmt.Errorf("esm: describing stream %s: empty description", m.cfg.StreamARN)
 		}
 		shards = append(shards, out.StreamDescription.Shards...)
-		if m.hashKey == "" && m.described.IsZero() {
-			for _, k := range out.StreamDescription.KeySchema {
-				if k.KeyType == types.KeyTypeHash {
-					m.hashKey = aws.ToString(k.AttributeName)
-				}
-			}
-		}
 		if from = out.StreamDescription.LastEvaluatedShardId; from == nil {
 			break
 		}
