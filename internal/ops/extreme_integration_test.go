@@ -59,6 +59,11 @@ func TestVerifyAndRepairExtremes(t *testing.T) {
 	if v, _ := get("POST#p1", "METADATA")["lastCommentAt"].(*types.AttributeValueMemberS); v == nil || v.Value != "2026-01-03" {
 		t.Errorf("lastCommentAt of p1: %v, want 2026-01-03", v)
 	}
+	// A repair raises the rule's version as the processor's writes do: otherwise the
+	// processor takes the repair's record for an application's write and recomputes.
+	if v, _ := get("POST#p1", "METADATA")["_dnt_post-last-comment"].(*types.AttributeValueMemberN); v == nil || v.Value != "1" {
+		t.Errorf("_dnt_post-last-comment of p1 after the repair: %v, want 1", v)
+	}
 	var listed []string
 	if l, ok := get("POST#p1", "METADATA")["recentComments"].(*types.AttributeValueMemberL); ok {
 		for _, e := range l.Value {

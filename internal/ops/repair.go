@@ -237,6 +237,9 @@ func (rp *repairer) extreme(ctx context.Context, d *Drift) (Outcome, error) {
 	if best != nil {
 		ub = expression.Set(expression.Name(attr), val(best))
 	}
+	// Raised like the processor's writes, so that the processor does not take the repair's
+	// record for an application's write of the target and recompute it again.
+	ub = ub.Add(expression.Name(r.ExtremeVersion), expression.Value(1))
 	cond := expression.AttributeExists(expression.Name(rp.db.spec.PartitionKey)).And(unchanged(attr, got))
 	if d.Got == nil { // a bucket item its sources create
 		if best == nil {
