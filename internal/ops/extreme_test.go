@@ -7,11 +7,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
 )
 
-// The expectations of max, min and latest rules survive a checkpoint, and merging scan
+// The expectations of max, min, latest and top rules survive a checkpoint, and merging scan
 // segments keeps the extreme (latest: the greatest by value, then key).
 func TestExtremeExpectationsCheckpointAndMerge(t *testing.T) {
 	f, err := rules.Load("../rules/testdata/valid/extremes.yaml")
@@ -34,7 +35,8 @@ func TestExtremeExpectationsCheckpointAndMerge(t *testing.T) {
 	w.Observe(offer("s1", "o1", "30", "2026-03-01"), all, a)
 	w.Observe(offer("s2", "o2", "10", "2026-02-01"), all, b)
 	w.Observe(offer("s2", "o3", "20", "2026-03-01"), all, b)
-	w.Observe(record.Item{"pk": S("POST#p"), "sk": S("COMMENT#c"), "createdAt": S("2026-01-01"), "status": S("visible")}, all, a)
+	w.Observe(record.Item{"pk": S("POST#p"), "sk": S("COMMENT#c"), "createdAt": S("2026-01-01"), "status": S("visible"), "text": S("first")}, all, a)
+	w.Observe(record.Item{"pk": S("POST#p"), "sk": S("COMMENT#d"), "createdAt": S("2026-01-02"), "status": S("visible"), "text": S("second")}, all, b)
 	a.Merge(b)
 	x := map[string]int{}
 	for i, rs := range ev.rules {
@@ -66,5 +68,12 @@ func TestExtremeExpectationsCheckpointAndMerge(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back.Extremes, a.Extremes) || !reflect.DeepEqual(back.Latest, a.Latest) {
 		t.Errorf("checkpoint round trip:\n got %+v %+v\nwant %+v %+v", back.Extremes, back.Latest, a.Extremes, a.Latest)
+	}
+	top := a.Tops[x["post-recent-comments"]]
+	if es := top[plan.Key{PK: "POST#p", SK: "METADATA"}]; len(es) != 2 {
+		t.Fatalf("recent comments of POST#p: %+v, want the two visible comments", top)
+	}
+	if !reflect.DeepEqual(back.Tops, a.Tops) {
+		t.Errorf("checkpoint round trip of top lists:\n got %+v\nwant %+v", back.Tops, a.Tops)
 	}
 }
