@@ -117,7 +117,7 @@ EXAMPLES := $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod))
 
 .PHONY: test-infra synth synth-example deploy localstack-up localstack-deploy localstack-smoke localstack-down
 
-## test-infra: vet and test the CDK app and construct (synth assertions, cdk-nag), then build,
+## test-infra: vet, staticcheck and test the CDK app and construct (synth assertions, cdk-nag), then build,
 ## vet and synthesize every example app; then tools/modproxy, whose test runs `cdk synth` of
 ## examples/existing-table outside the repository, its modules downloaded at the version its
 ## go.mod requires from a local proxy serving this tree, and the function built by the
@@ -125,7 +125,7 @@ EXAMPLES := $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod))
 # -trimpath: the CDK bindings are compiled once for all three, although the outside-app test
 # has a module cache of its own: without it a package's directory is part of its build cache key.
 test-infra:
-	cd infra && $(GO) vet -trimpath ./... && $(GO) test -trimpath -count=1 ./...
+	cd infra && $(GO) vet -trimpath ./... && $(GO) run $(STATICCHECK) ./... && $(GO) test -trimpath -count=1 ./...
 	@for d in $(EXAMPLES); do \
 	  echo "cd $$d && $(GO) vet -trimpath ./... && $(GO) test -trimpath -count=1 ./..."; \
 	  (cd $$d && $(GO) vet -trimpath ./... && $(GO) test -trimpath -count=1 ./...) || exit 1; \

@@ -74,7 +74,7 @@ func checkOperators(v any) error {
 				}
 				if name == "anything-but" {
 					if _, isObj := arg.(map[string]any); isObj {
-						return fmt.Errorf("Lambda event filtering supports anything-but only with values, not with %v "+
+						return fmt.Errorf("anything-but takes values only in Lambda event filtering, not %v "+
 							"(a prefix cannot be excluded; list the prefixes to include instead)", arg)
 					}
 				}

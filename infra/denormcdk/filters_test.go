@@ -23,7 +23,7 @@ func TestCheckFilterPatterns(t *testing.T) {
 		{"not JSON", []string{ok, `{"dynamodb":`}, 5, []string{"event filter 2 is not a JSON object"}},
 		{"JSON array", []string{`[1]`}, 5, []string{"not a JSON object"}},
 		{"anything-but prefix", []string{`{"dynamodb":{"Keys":{"pk":{"S":[{"anything-but":{"prefix":"_dn"}}]}}}}`}, 5,
-			[]string{"event filter 1", "anything-but only with values"}},
+			[]string{"event filter 1", "anything-but takes values only"}},
 		{"anything-but values", []string{`{"eventName":[{"anything-but":["REMOVE"]}]}`}, 5, nil},
 		{"wildcard", []string{`{"dynamodb":{"Keys":{"pk":{"S":[{"wildcard":"USER#*"}]}}}}`}, 5, []string{`operator "wildcard" is not supported`}},
 		{"$or", []string{`{"$or":[{"eventName":["INSERT"]},{"eventName":["REMOVE"]}]}`}, 5, []string{`"$or" is not supported`}},
