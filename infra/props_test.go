@@ -28,12 +28,7 @@ func synthProps(t *testing.T, props denormcdk.Props) (assertions.Template, awscd
 	t.Helper()
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
 	stack := awscdk.NewStack(app, jsii.String("Props"), nil)
-	if props.RulesFile == "" && props.Rules == nil {
-		props.RulesFile = fixtureRules
-	}
-	if props.Code == "" {
-		props.Code = codeDirForTests
-	}
+	props = withFixture(props)
 	props.Table = newAppTable(stack, "AppTable", awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES)
 	if _, err := denormcdk.New(stack, "Denorm", props); err != nil {
 		t.Fatal(err)
@@ -44,15 +39,19 @@ func synthProps(t *testing.T, props denormcdk.Props) (assertions.Template, awscd
 // propsError is the error New gives for props on a fresh stack.
 func propsError(props denormcdk.Props) error {
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(os.TempDir())})
-	stack := awscdk.NewStack(app, jsii.String("Props"), nil)
+	_, err := denormcdk.New(awscdk.NewStack(app, jsii.String("Props"), nil), "Denorm", withFixture(props))
+	return err
+}
+
+// withFixture fills in the fixture's rules file and the tests' code where props has none.
+func withFixture(props denormcdk.Props) denormcdk.Props {
 	if props.RulesFile == "" && props.Rules == nil {
 		props.RulesFile = fixtureRules
 	}
 	if props.Code == "" {
 		props.Code = codeDirForTests
 	}
-	_, err := denormcdk.New(stack, "Denorm", props)
-	return err
+	return props
 }
 
 // TestRuntimeLayerShared: two constructs in one stack and one in another, built from the same
