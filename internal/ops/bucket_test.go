@@ -81,7 +81,7 @@ func TestVerifyBuckets(t *testing.T) {
 			t.Errorf("Check %v: %d drifts %v, problems %v; want %d drifts", c.item["sk"], len(out.Drifts), out.Drifts, out.Problems, c.drifts)
 		}
 	}
-	missing, skipped := ev.Missing(which, exp, seen)
+	missing, skipped := ev.Missing(which, exp, seen, nil)
 	var keysMissing []string
 	for _, d := range missing {
 		keysMissing = append(keysMissing, d.Key.PK+"/"+d.Key.SK)

@@ -47,6 +47,10 @@ type Drift struct {
 	Want record.Item
 	// Total is a counter's true value.
 	Total value.Number
+	// NoTarget marks a count or sum target that does not exist (and is not created): only
+	// its state item is decided, so that the target shows the right value when the
+	// application puts it (back). Not reported as drift unless its state cannot be decided.
+	NoTarget bool
 }
 
 // Seen is the counter and mirror targets the second pass met, per rule.
@@ -207,12 +211,19 @@ func sameExtreme(got, want types.AttributeValue) bool {
 }
 
 // MissingTargets is, per rule, how many counter totals belong to targets that do not
-// exist and are not created (missingTarget: skip): the stream processor drops their deltas.
+// exist and are not created (missingTarget: skip): the stream processor drops their deltas
+// into the target, and keeps them in the target's state item.
 type MissingTargets []int64
 
 // Missing returns the drift of targets the second pass did not meet: mirrors that should
 // exist, and counter targets with a non-zero total that the rule creates when missing.
-func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen) ([]Drift, MissingTargets) {
+//
+// With states (the target keys of the state items a repairing round read) it also returns
+// NoTarget drifts for the states of count and sum targets that do not exist: those with a
+// non-zero total, and those whose state item exists although their total is zero. Their
+// states are decided as any other (counters.go): a target deleted while a backfill ran and
+// put back later must show its total, not the deltas the processor added since.
+func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen, states map[plan.Key]uint64) ([]Drift, MissingTargets) {
 	var out []Drift
 	skipped := make(MissingTargets, len(ev.rules))
 	for _, i := range which {
@@ -231,10 +242,18 @@ func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen) ([]Drift, Mi
 				}
 				if r.Agg.MissingTarget != rules.MissingCreate {
 					skipped[i]++
+					if states != nil {
+						out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Total: total, NoTarget: true})
+					}
 					continue
 				}
 				out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Total: total,
 					Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: numberAV(total)}}})
+			}
+			for k := range states {
+				if _, counted := exp.Totals[i][k]; !counted && !seen[i][k] && targetKey(r, k) {
+					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, NoTarget: true})
+				}
 			}
 		case rules.KindMax, rules.KindMin:
 			if !r.CreatesBuckets() {
@@ -328,4 +347,16 @@ func counterDiff(r *rules.CompiledRule, target record.Item, total value.Number) 
 
 func numberAV(n value.Number) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: n.String()}
+}
+
+// targetKey reports whether k has the shape of r's target keys.
+func targetKey(r *rules.CompiledRule, k plan.Key) bool {
+	if _, ok := r.Target.PK.Match(k.PK, nil); !ok {
+		return false
+	}
+	if r.Target.SK == nil {
+		return k.SK == ""
+	}
+	_, ok := r.Target.SK.Match(k.SK, nil)
+	return ok
 }

@@ -155,7 +155,7 @@ func TestMissing(t *testing.T) {
 	w := ev.NewWorker()
 	w.Check(record.Item{"pk": S("POST#p1"), "sk": S("METADATA"), "userId": S("u1"), "status": S("published"), "commentCount": N("2")}, ev.All(), exp, seen)
 	w.Check(record.Item{"pk": S("USER#u1"), "sk": S("POST#p1"), "title": S("Hi"), "status": S("published")}, ev.All(), exp, seen)
-	drifts, skipped := ev.Missing(ev.All(), exp, seen)
+	drifts, skipped := ev.Missing(ev.All(), exp, seen, nil)
 	want := []string{"group-members missing GROUP#g1 USER#u1"}
 	if got := describeDrifts(ev, drifts); !reflect.DeepEqual(got, want) {
 		t.Errorf("missing\n got %q\nwant %q", got, want)
@@ -177,7 +177,7 @@ func TestMissing(t *testing.T) {
 	opt := optionsEval(t)
 	oexp := opt.NewExpected()
 	opt.NewWorker().Observe(record.Item{"pk": S("TEAM#t3"), "sk": S("PLAYER#p1"), "points": N("4"), "active": &types.AttributeValueMemberBOOL{Value: true}}, opt.All(), oexp)
-	drifts, _ = opt.Missing(opt.All(), oexp, opt.NewSeen())
+	drifts, _ = opt.Missing(opt.All(), oexp, opt.NewSeen(), nil)
 	if got := describeDrifts(opt, drifts); !reflect.DeepEqual(got, []string{"team-score missing TEAM#t3 META score:absent>4"}) {
 		t.Errorf("create: %q", got)
 	}

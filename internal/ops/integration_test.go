@@ -154,7 +154,7 @@ func TestVerifyAndRepair(t *testing.T) {
 }
 
 // checkStates checks the state items of count and sum targets against want, the correct
-// table: each holds its target's true values (0 for a target want lacks) and its target,
+// table: each holds its target's true values and its target,
 // where there is one, shows the copy of its version. Every target of counters has a
 // state item holding the attributes listed, unless their true values are 0 (what an absent
 // state holds).
@@ -184,6 +184,12 @@ func (fx *fixture) checkStates(want *opstest.Data, counters map[[2]string][]stri
 		}
 		tk := [2]string{pk, k[1]}
 		truth := want.Get(tk[0], tk[1])
+		if truth == nil {
+			// A target that does not exist (a deleted user's): its state holds its sources'
+			// total, as the processor keeps it, which want does not list
+			// (tests.TestBackfillWhileATargetIsAway checks those).
+			continue
+		}
 		for a, v := range st {
 			if a == "pk" || a == "sk" || a == "ttl" || strings.HasPrefix(a, rules.ReservedPrefix) {
 				continue

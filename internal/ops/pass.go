@@ -223,7 +223,9 @@ func (r *runner) repairAll(ctx context.Context, drifts []Drift, sv stateVersions
 	}
 	var others, counters []Drift
 	for i := range drifts {
-		r.stats(stats, drifts[i].Rule).Checked++
+		if !drifts[i].NoTarget {
+			r.stats(stats, drifts[i].Rule).Checked++
+		}
 		if r.cfg.Repair && ev.rules[drifts[i].Rule].r.Kind.Aggregate() {
 			counters = append(counters, drifts[i])
 		} else {
@@ -254,7 +256,7 @@ func (r *runner) decideCounters(ctx context.Context, pool chan *repairer, counte
 	}
 	for _, t := range ts {
 		for i, d := range t.ds {
-			if !t.found[i] {
+			if !t.found[i] || d.NoTarget && (t.out[i] == Repaired || t.out[i] == Resolved) {
 				continue
 			}
 			s := r.stats(stats, d.Rule)
@@ -270,6 +272,9 @@ func (r *runner) decideCounters(ctx context.Context, pool chan *repairer, counte
 			note := t.out[i].String()
 			if t.errs[i] != nil {
 				note = t.errs[i].Error()
+			}
+			if d.NoTarget {
+				note = "no target; its state item: " + note
 			}
 			r.exampleDrift(d, note)
 		}

@@ -26,8 +26,8 @@ type RuleStats struct {
 	// Problems is how many items the rule cannot evaluate (the stream processor fails them too).
 	Problems int64 `json:"problems"`
 	// MissingTargets is how many non-zero totals belong to targets that do not exist and
-	// the rule does not create (missingTarget: skip). Not drift: the stream processor
-	// drops those deltas too.
+	// the rule does not create (missingTarget: skip). Not drift: nothing shows them. A
+	// repairing run decides their state items all the same (Drift.NoTarget).
 	MissingTargets int64 `json:"missingTargets"`
 }
 

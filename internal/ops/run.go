@@ -229,7 +229,11 @@ func (r *runner) run(ctx context.Context) error {
 		for _, s := range rs.Passes[passTargets] {
 			seen.Merge(s.seen)
 		}
-		drifts, skipped := ev.Missing(which, exp, seen)
+		var states map[plan.Key]uint64
+		if counts {
+			states = sv.read
+		}
+		drifts, skipped := ev.Missing(which, exp, seen, states)
 		for i, n := range skipped {
 			if n > 0 {
 				r.stats(final, i).MissingTargets += n
