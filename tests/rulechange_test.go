@@ -80,15 +80,38 @@ func denorm(t *testing.T, args ...string) (int, string) {
 // checkpoint: what deploying a new version of the function does to the event source mapping.
 func startRules(t *testing.T, rulesFile, table, checkpoint string) *local.Pipeline {
 	t.Helper()
-	p, err := local.Start(context.Background(), local.Config{
-		RulesPath: rulesFile, Endpoint: ddbtest.Endpoint(t), Table: table, Logger: quietLogger(),
-		Mapping: esm.Config{BatchSize: 50, MaximumRetryAttempts: esm.Int(3), BisectBatchOnFunctionError: true,
-			ReportBatchItemFailures: true, CheckpointFile: checkpoint, OnFailureDir: t.TempDir(), PollInterval: 20 * time.Millisecond},
-	})
+	p, err := local.Start(context.Background(), rulesConfig(t, rulesFile, table, checkpoint))
 	if err != nil {
 		t.Fatalf("starting the pipeline with %s: %v", rulesFile, err)
 	}
 	return p
+}
+
+func rulesConfig(t *testing.T, rulesFile, table, checkpoint string) local.Config {
+	return local.Config{
+		RulesPath: rulesFile, Endpoint: ddbtest.Endpoint(t), Table: table, Logger: quietLogger(),
+		Mapping: esm.Config{BatchSize: 50, MaximumRetryAttempts: esm.Int(3), BisectBatchOnFunctionError: true,
+			ReportBatchItemFailures: true, CheckpointFile: checkpoint, OnFailureDir: t.TempDir(), PollInterval: 20 * time.Millisecond},
+	}
+}
+
+// A second pipeline on a checkpoint another one holds fails to start, at once and saying
+// so, rather than sitting idle until it is interrupted (as a second `denorm local` did).
+func TestSecondPipelineOnAHeldCheckpoint(t *testing.T) {
+	db, _ := ddbtest.Clients(t)
+	table := ddbtest.TableName(t)
+	ckpt := filepath.Join(t.TempDir(), "mapping.json")
+	t.Cleanup(func() { deleteTable(db, table) })
+	p := startRules(t, shopV1, table, ckpt)
+	defer p.Close()
+	second, err := local.Start(context.Background(), rulesConfig(t, shopV1, table, ckpt))
+	if err == nil {
+		second.Close()
+		t.Fatal("a second pipeline started on a checkpoint the first holds")
+	}
+	if !strings.Contains(err.Error(), "in use by another run") {
+		t.Errorf("error %q does not say the checkpoint is in use by another run", err)
+	}
 }
 
 // blog is what the writers of TestRulesChangeWhileWriting believe exists.

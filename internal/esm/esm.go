@@ -136,6 +136,7 @@ type Mapping struct {
 	activity  time.Time // last time records were read or delivered
 	running   bool
 	done      chan struct{} // closed when Run returns
+	started   chan struct{} // closed once Run holds the checkpoint and has described the stream
 	wake      chan struct{} // asks the scheduler to look at the shards again
 	refresh   chan struct{} // asks the scheduler to describe the stream now
 }
@@ -160,7 +161,7 @@ func New(streams StreamsAPI, inv Invoker, cfg Config) (*Mapping, error) {
 	return &Mapping{
 		api: streams, inv: inv, cfg: cfg, log: cfg.Logger, filter: f, region: cfg.Region,
 		ckpt: ck, shards: map[string]*shardState{}, fresh: ck.empty(),
-		done: make(chan struct{}), wake: make(chan struct{}, 1), refresh: make(chan struct{}, 1),
+		done: make(chan struct{}), started: make(chan struct{}), wake: make(chan struct{}, 1), refresh: make(chan struct{}, 1),
 	}, nil
 }
 

@@ -44,6 +44,7 @@ func (m *Mapping) Run(ctx context.Context) (err error) {
 	}
 	m.log.Info("esm: mapping started", "stream", m.cfg.StreamARN, "batchSize", m.cfg.BatchSize,
 		"startingPosition", m.cfg.StartingPosition, "checkpoint", m.cfg.CheckpointFile)
+	close(m.started)
 	tick := time.NewTicker(m.describeInterval())
 	defer tick.Stop()
 	for {
@@ -76,6 +77,11 @@ func (m *Mapping) redescribe(ctx context.Context) {
 func (m *Mapping) describeInterval() time.Duration {
 	return 10 * m.cfg.PollInterval
 }
+
+// Started is closed once Run holds the checkpoint and has described the stream: from then
+// on it runs until its context ends (or progress cannot be saved). A Run that fails at start
+// (the checkpoint held by another run, the stream not found) returns without closing it.
+func (m *Mapping) Started() <-chan struct{} { return m.started }
 
 // stopped reports whether Run has returned.
 func (m *Mapping) stopped() bool {

@@ -145,7 +145,19 @@ func (p *Pipeline) run(mc esm.Config) error {
 	runCtx, cancel := context.WithCancel(context.Background())
 	p.Mapping, p.cancel, p.done = m, cancel, make(chan error, 1)
 	go func() { p.done <- m.Run(runCtx) }()
-	return nil
+	// A mapping that cannot start (its checkpoint held by another run, no stream) fails
+	// Start at once, rather than leaving the caller waiting on a run that never began.
+	select {
+	case <-m.Started():
+		return nil
+	case err := <-p.done:
+		cancel()
+		p.cancel = nil
+		if err == nil {
+			err = errors.New("the event source mapping stopped as it started")
+		}
+		return err
+	}
 }
 
 // Replay stops the mapping and starts a new one at TRIM_HORIZON without a checkpoint, as
