@@ -319,10 +319,12 @@ func TestRulesChangeWhileWriting(t *testing.T) {
 		t.Fatalf("denorm diff exited %d, want 1 (actions needed)", code)
 	}
 	cmds := commandsOf(plan)
+	// The plan names the endpoint denorm diff was given (here $DENORM_DYNAMODB_ENDPOINT).
+	ep := ddbtest.Endpoint(t)
 	wantCmds := [][]string{
-		{"backfill", "--rules", rulesV2, "--table", table, "--only", "folder-size,post-comment-count"},
-		{"verify", "--rules", rulesV2, "--table", table, "--only", "folder-size,post-comment-count"},
-		{"cleanup", "--rules", rulesV1, "--new", rulesV2, "--table", table, "--only", "comment-author"},
+		{"backfill", "--rules", rulesV2, "--table", table, "--endpoint", ep, "--only", "folder-size,post-comment-count"},
+		{"verify", "--rules", rulesV2, "--table", table, "--endpoint", ep, "--only", "folder-size,post-comment-count"},
+		{"cleanup", "--rules", rulesV1, "--new", rulesV2, "--table", table, "--endpoint", ep, "--only", "comment-author"},
 	}
 	if fmt.Sprint(cmds) != fmt.Sprint(wantCmds) {
 		t.Fatalf("the plan's commands are\n%v\nwant\n%v", cmds, wantCmds)

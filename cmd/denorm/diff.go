@@ -19,8 +19,9 @@ func init() {
 // same, 1 when something must be deployed, backfilled or cleaned up, 2 for bad arguments or
 // invalid rules.
 func runDiff(_ context.Context, args []string) error {
-	fs := newFlags("diff", "[--table NAME] [--json] OLD.yaml NEW.yaml")
+	fs := newFlags("diff", "[--table NAME] [--endpoint URL] [--json] OLD.yaml NEW.yaml")
 	tableName := fs.String("table", "", "the table's name, for the commands of the plan")
+	endpoint := fs.String("endpoint", os.Getenv("DENORM_DYNAMODB_ENDPOINT"), "the DynamoDB endpoint URL (DynamoDB Local, LocalStack), for the commands of the plan")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON on stdout")
 	files, err := parseArgs(fs, args)
 	if err != nil {
@@ -50,11 +51,11 @@ func runDiff(_ context.Context, args []string) error {
 			NeedsAction bool     `json:"needsAction"`
 			Backfill    []string `json:"backfill"`
 			Plan        []string `json:"plan"`
-		}{d, d.NeedsAction(), d.Backfill(), d.Plan(orTable(*tableName))}
+		}{d, d.NeedsAction(), d.Backfill(), d.Plan(orTable(*tableName), *endpoint)}
 		if err := printJSON(os.Stdout, out); err != nil {
 			return err
 		}
-	} else if err := d.WriteText(os.Stdout, *tableName); err != nil {
+	} else if err := d.WriteText(os.Stdout, *tableName, *endpoint); err != nil {
 		return err
 	}
 	if d.NeedsAction() {

@@ -10,6 +10,7 @@ import (
 // TestDiffCommand: exit status 0 when the files mean the same, 1 with the plan when
 // something must be done, 2 for bad arguments and invalid rules.
 func TestDiffCommand(t *testing.T) {
+	t.Setenv("DENORM_DYNAMODB_ENDPOINT", "") // the plan's commands name no endpoint unless given one
 	td := filepath.Join("..", "..", "internal", "rulesdiff", "testdata")
 	bad := filepath.Join("..", "..", "internal", "rules", "testdata", "bad-five.yaml")
 	for _, tc := range []struct {
@@ -25,6 +26,9 @@ func TestDiffCommand(t *testing.T) {
 			[]string{"added      user-comment-count (count)", "removed    comment-author (copy)",
 				"denorm backfill --rules " + filepath.Join(td, "rollout", "new.yaml") + " --table Social --only folder-size,user-comment-count",
 				"denorm cleanup --rules " + filepath.Join(td, "rollout", "old.yaml") + " --new " + filepath.Join(td, "rollout", "new.yaml") + " --table Social --only comment-author"}, nil},
+		{"endpoint", []string{"--table", "Social", "--endpoint", "http://localhost:8000", filepath.Join(td, "rollout", "old.yaml"), filepath.Join(td, "rollout", "new.yaml")}, 1,
+			[]string{"Deploy the stream processor (locally: restart denorm local) with",
+				"--table Social --endpoint http://localhost:8000 --only folder-size,user-comment-count"}, nil},
 		{"flags after the files", []string{filepath.Join(td, "rollout", "old.yaml"), filepath.Join(td, "rollout", "new.yaml"), "--table", "T1"}, 1,
 			[]string{"--table T1 --only"}, nil},
 		{"one file", []string{filepath.Join(td, "rollout", "old.yaml")}, 2, nil, []string{"usage: denorm diff", "want the two rules files"}},

@@ -117,7 +117,7 @@ func TestCompare(t *testing.T) {
 				t.Errorf("table changes %v, want %v", orders, tc.table)
 			}
 			var buf bytes.Buffer
-			if err := d.WriteText(&buf, "Social"); err != nil {
+			if err := d.WriteText(&buf, "Social", ""); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, filepath.Join(dir, "plan.txt"), buf.Bytes())

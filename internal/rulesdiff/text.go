@@ -7,8 +7,9 @@ import (
 )
 
 // WriteText prints the comparison rule by rule and the plan that rolls the change out: the
-// commands use table as the table's name ("TABLE" when empty).
-func (d *Diff) WriteText(w io.Writer, table string) error {
+// commands use table as the table's name ("TABLE" when empty) and carry --endpoint when
+// endpoint is not empty.
+func (d *Diff) WriteText(w io.Writer, table, endpoint string) error {
 	if table == "" {
 		table = "TABLE"
 	}
@@ -71,7 +72,7 @@ func (d *Diff) WriteText(w io.Writer, table string) error {
 		p.f("  %s\n             %s\n", t.What, t.Action)
 	}
 	p.f("\nplan:\n")
-	for i, s := range d.Plan(table) {
+	for i, s := range d.Plan(table, endpoint) {
 		p.f("  %d. %s\n", i+1, strings.ReplaceAll(s, "\n", "\n       "))
 	}
 	return p.err
@@ -92,8 +93,12 @@ func (c *Cleanup) describe() string {
 	return strings.Join(parts, "; ")
 }
 
-// Plan returns the rollout, one step per entry, commands on lines of their own.
-func (d *Diff) Plan(table string) []string {
+// Plan returns the rollout, one step per entry, commands on lines of their own; they name
+// table, and endpoint when it is not empty (DynamoDB Local, LocalStack).
+func (d *Diff) Plan(table, endpoint string) []string {
+	if endpoint != "" {
+		table += " --endpoint " + endpoint
+	}
 	if !d.NeedsAction() {
 		return []string{"Nothing to do: the two files mean the same (comments, order, formatting, written-out defaults or attribute lists differ at most)."}
 	}
@@ -115,6 +120,9 @@ func (d *Diff) Plan(table string) []string {
 		}
 	}
 	deploy := "Deploy the stream processor with " + d.New
+	if endpoint != "" {
+		deploy = "Deploy the stream processor (locally: restart denorm local) with " + d.New
+	}
 	var settings []string
 	for _, t := range d.Table {
 		if t.Order == Setting {
