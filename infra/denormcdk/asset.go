@@ -100,10 +100,15 @@ func stageCode(scope constructs.Construct, path, code string, rules []byte, with
 	return dir, nil
 }
 
-// stageRuntime builds the runtime layer's directory: bootstrap from code alone, in a
-// directory named by its content, so every construct of the app built from the same code
+// stageRuntime builds the runtime layer's directory: code itself when it holds bootstrap
+// alone, otherwise bootstrap copied from it into a directory named by its content, so every construct of the app built from the same code
 // stages (and CDK uploads) it once. It returns the directory and that name.
 func stageRuntime(scope constructs.Construct, code string) (dir, digest string, err error) {
+	if entries, err := os.ReadDir(code); err == nil && len(entries) == 1 && entries[0].Name() == "bootstrap" {
+		// A directory of bootstrap alone (the construct's own build): the layer's asset as it is.
+		digest, err := fileDigest(filepath.Join(code, "bootstrap"))
+		return code, digest, err
+	}
 	tmp, err := os.MkdirTemp("", "denorm-runtime-")
 	if err != nil {
 		return "", "", fmt.Errorf("staging runtime: %w", err)
@@ -112,17 +117,9 @@ func stageRuntime(scope constructs.Construct, code string) (dir, digest string, 
 	if err := copyBootstrap(code, filepath.Join(tmp, "bootstrap")); err != nil {
 		return "", "", fmt.Errorf("staging runtime: %w", err)
 	}
-	f, err := os.Open(filepath.Join(tmp, "bootstrap"))
-	if err != nil {
-		return "", "", fmt.Errorf("staging runtime: %w", err)
+	if digest, err = fileDigest(filepath.Join(tmp, "bootstrap")); err != nil {
+		return "", "", err
 	}
-	h := sha256.New()
-	_, err = io.Copy(h, f)
-	f.Close()
-	if err != nil {
-		return "", "", fmt.Errorf("staging runtime: %w", err)
-	}
-	digest = hex.EncodeToString(h.Sum(nil)[:8])
 	if dir, err = stagingDir(scope, "denorm-runtime-"+digest); err != nil {
 		return "", "", fmt.Errorf("staging runtime: %w", err)
 	}
@@ -130,6 +127,20 @@ func stageRuntime(scope constructs.Construct, code string) (dir, digest string, 
 		return "", "", fmt.Errorf("staging runtime: %w", err)
 	}
 	return dir, digest, nil
+}
+
+// fileDigest names a file by the start of its SHA-256.
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("staging runtime: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("staging runtime: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8]), nil
 }
 
 // stagingDir is an empty directory of that name in the app's output directory.
