@@ -37,8 +37,8 @@ func synthProps(t *testing.T, props denormcdk.Props) (assertions.Template, awscd
 }
 
 // propsError is the error New gives for props on a fresh stack.
-func propsError(props denormcdk.Props) error {
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(os.TempDir())})
+func propsError(t *testing.T, props denormcdk.Props) error {
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
 	_, err := denormcdk.New(awscdk.NewStack(app, jsii.String("Props"), nil), "Denorm", withFixture(props))
 	return err
 }
@@ -129,11 +129,11 @@ func TestRulesAsValue(t *testing.T) {
 		t.Errorf("packaged rules differ from the value given (%v)", err)
 	}
 
-	err = propsError(denormcdk.Props{Rules: []byte("version: 1\nentities:\n  User: {pk: \"USER#{id}\", sk: PROFILE}\nrules:\n  - {name: c, count: {of: Nope, into: User, attribute: n}}\n"), RulesName: "embedded/rules.yaml"})
+	err = propsError(t, denormcdk.Props{Rules: []byte("version: 1\nentities:\n  User: {pk: \"USER#{id}\", sk: PROFILE}\nrules:\n  - {name: c, count: {of: Nope, into: User, attribute: n}}\n"), RulesName: "embedded/rules.yaml"})
 	if err == nil || !strings.Contains(err.Error(), "embedded/rules.yaml:5:") {
 		t.Errorf("error %v, want one at embedded/rules.yaml:5:col", err)
 	}
-	if err := propsError(denormcdk.Props{RulesFile: fixtureRules, Rules: data}); err == nil || !strings.Contains(err.Error(), "not both") {
+	if err := propsError(t, denormcdk.Props{RulesFile: fixtureRules, Rules: data}); err == nil || !strings.Contains(err.Error(), "not both") {
 		t.Errorf("error %v, want RulesFile and Rules refused together", err)
 	}
 }
@@ -169,7 +169,7 @@ func TestDeliveryProps(t *testing.T) {
 		{"negative reservation", denormcdk.Props{ReservedConcurrency: -1}, "ReservedConcurrency -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := propsError(tc.props); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if err := propsError(t, tc.props); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
@@ -244,7 +244,11 @@ func TestAppFailureTopicAndAlarms(t *testing.T) {
 	quiet, _ := synthProps(t, denormcdk.Props{NoAlarms: true})
 	quiet.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(0))
 
-	if err := propsError(denormcdk.Props{FailureQueue: awssqs.Queue_FromQueueArn(stack, jsii.String("Q"), jsii.String("arn:aws:sqs:eu-west-1:111122223333:q")), FailureTopic: topic}); err == nil || !strings.Contains(err.Error(), "not both") {
+	if err := propsError(t, denormcdk.Props{FailureQueue: awssqs.Queue_FromQueueArn(stack, jsii.String("Q"), jsii.String("arn:aws:sqs:eu-west-1:111122223333:q")), FailureTopic: topic}); err == nil || !strings.Contains(err.Error(), "not both") {
 		t.Errorf("error %v, want FailureQueue and FailureTopic refused together", err)
+	}
+	fifo := awssqs.Queue_FromQueueArn(stack, jsii.String("F"), jsii.String("arn:aws:sqs:eu-west-1:111122223333:failures.fifo"))
+	if err := propsError(t, denormcdk.Props{FailureQueue: fifo}); err == nil || !strings.Contains(err.Error(), "FIFO queue") {
+		t.Errorf("error %v, want a FIFO failure queue refused", err)
 	}
 }

@@ -109,8 +109,8 @@ func TestSecondPipelineOnAHeldCheckpoint(t *testing.T) {
 		second.Close()
 		t.Fatal("a second pipeline started on a checkpoint the first holds")
 	}
-	if !strings.Contains(err.Error(), "in use by another run") {
-		t.Errorf("error %q does not say the checkpoint is in use by another run", err)
+	if !errors.Is(err, esm.ErrCheckpointHeld) {
+		t.Errorf("error %q is not esm.ErrCheckpointHeld", err)
 	}
 }
 

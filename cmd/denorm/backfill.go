@@ -61,18 +61,28 @@ func runBackfill(ctx context.Context, args []string) error {
 		}
 		return err
 	case rep.Problems > 0 || rep.Unrepaired > 0 && !*dryRun:
-		return &exitError{code: 1, err: backfillLeft(rep.Unrepaired, rep.Problems)}
+		var conflicts, failed int64
+		if !*dryRun {
+			for _, rr := range rep.Rules {
+				conflicts, failed = conflicts+rr.Conflicts, failed+rr.Failed
+			}
+		}
+		return &exitError{code: 1, err: backfillLeft(conflicts, failed, rep.Problems)}
 	}
 	return nil
 }
 
-// backfillLeft is the one piece of advice for what a backfill left: targets that kept
-// changing (or whose write failed) are for the same command again, which rewrites only what
-// is still wrong; items the rules cannot evaluate are for the application, listed above.
-func backfillLeft(unrepaired, problems int64) error {
+// backfillLeft says what a backfill left, one piece of advice per cause: targets that kept
+// changing are for the same command again, which rewrites only what is still wrong; writes
+// that failed are for their cause first (the examples above give it); items the rules
+// cannot evaluate are for the application.
+func backfillLeft(conflicts, failed, problems int64) error {
 	var parts []string
-	if unrepaired > 0 {
-		parts = append(parts, fmt.Sprintf("%d targets kept changing during the run or failed to write and were left: run the same command again", unrepaired))
+	if conflicts > 0 {
+		parts = append(parts, fmt.Sprintf("%d targets kept changing during the run and were left: run the same command again", conflicts))
+	}
+	if failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d writes failed: fix the cause the examples above give, then run the same command again", failed))
 	}
 	if problems > 0 {
 		parts = append(parts, fmt.Sprintf("%d items the rules cannot evaluate (examples above): fix them in the application", problems))

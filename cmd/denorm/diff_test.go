@@ -27,7 +27,7 @@ func TestDiffCommand(t *testing.T) {
 				"denorm backfill --rules " + filepath.Join(td, "rollout", "new.yaml") + " --table Social --only folder-size,user-comment-count",
 				"denorm cleanup --rules " + filepath.Join(td, "rollout", "old.yaml") + " --new " + filepath.Join(td, "rollout", "new.yaml") + " --table Social --only comment-author"}, nil},
 		{"endpoint", []string{"--table", "Social", "--endpoint", "http://localhost:8000", filepath.Join(td, "rollout", "old.yaml"), filepath.Join(td, "rollout", "new.yaml")}, 1,
-			[]string{"Deploy the stream processor (locally: restart denorm local) with",
+			[]string{"Deploy the stream processor (denorm local: restart it; LocalStack: localstack/localstack.sh deploy) with",
 				"--table Social --endpoint http://localhost:8000 --only folder-size,user-comment-count"}, nil},
 		{"flags after the files", []string{filepath.Join(td, "rollout", "old.yaml"), filepath.Join(td, "rollout", "new.yaml"), "--table", "T1"}, 1,
 			[]string{"--table T1 --only"}, nil},
@@ -116,5 +116,22 @@ func TestRuleChangeFlags(t *testing.T) {
 				t.Errorf("stderr lacks %q:\n%s", tc.stderr, errOut)
 			}
 		})
+	}
+}
+
+// One piece of advice per cause of what a backfill left, and none for a cause it lacks.
+func TestBackfillLeft(t *testing.T) {
+	for _, tc := range []struct {
+		conflicts, failed, problems int64
+		want                        string
+	}{
+		{2, 0, 0, "2 targets kept changing during the run and were left: run the same command again"},
+		{0, 1, 0, "1 writes failed: fix the cause the examples above give, then run the same command again"},
+		{0, 0, 3, "3 items the rules cannot evaluate (examples above): fix them in the application"},
+		{1, 0, 1, "1 targets kept changing during the run and were left: run the same command again; 1 items the rules cannot evaluate (examples above): fix them in the application"},
+	} {
+		if got := backfillLeft(tc.conflicts, tc.failed, tc.problems).Error(); got != tc.want {
+			t.Errorf("backfillLeft(%d, %d, %d) = %q, want %q", tc.conflicts, tc.failed, tc.problems, got, tc.want)
+		}
 	}
 }

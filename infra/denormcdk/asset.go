@@ -73,11 +73,10 @@ func buildCode(scope constructs.Construct, arch awslambda.Architecture) (string,
 	return filepath.Dir(bootstrap), nil
 }
 
-// stageCode builds the function's own code directory (path is the construct's): the rules as rules.yaml and, with
-// withBootstrap, bootstrap from code next to it. The function and its rules then deploy as
-// one versioned unit, so a running function never sees rules it was not built and tested
-// with, and a rules change is a code change that CloudFormation rolls out (and back) like any
-// other.
+// stageCode builds the function's own code directory (path is the construct's): the rules
+// as rules.yaml and, with withBootstrap, bootstrap from code next to it. A rules change is
+// a code change that CloudFormation rolls out (and back) like any other (infra/README.md
+// says what happens when the engine changes with it).
 //
 // The directory lives in the cloud assembly's output directory (cdk.out), like CDK's own
 // bundling output, and is rebuilt on every synth; CDK copies it into an asset named by its
@@ -104,7 +103,7 @@ func stageCode(scope constructs.Construct, path, code string, rules []byte, with
 // alone, otherwise bootstrap copied from it into a directory named by its content, so every construct of the app built from the same code
 // stages (and CDK uploads) it once. It returns the directory and that name.
 func stageRuntime(scope constructs.Construct, code string) (dir, digest string, err error) {
-	if entries, err := os.ReadDir(code); err == nil && len(entries) == 1 && entries[0].Name() == "bootstrap" {
+	if entries, err := os.ReadDir(code); err == nil && len(entries) == 1 && entries[0].Name() == "bootstrap" && entries[0].Type().IsRegular() {
 		// A directory of bootstrap alone (the construct's own build): the layer's asset as it is.
 		digest, err := fileDigest(filepath.Join(code, "bootstrap"))
 		return code, digest, err

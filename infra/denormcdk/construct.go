@@ -2,7 +2,6 @@ package denormcdk
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -59,12 +58,6 @@ func New(scope constructs.Construct, id string, props Props) (*Denorm, error) {
 			return nil, fmt.Errorf("%s: %w", id, err)
 		}
 	}
-	rules := p.Rules
-	if rules == nil {
-		if rules, err = os.ReadFile(p.RulesFile); err != nil {
-			return nil, fmt.Errorf("%s: %w", id, err)
-		}
-	}
 	// Everything is staged before anything is added to scope, as above.
 	var runtimeDir, digest string
 	if !p.NoRuntimeLayer {
@@ -72,7 +65,7 @@ func New(scope constructs.Construct, id string, props Props) (*Denorm, error) {
 			return nil, fmt.Errorf("%s: %w", id, err)
 		}
 	}
-	codePath, err := stageCode(scope, *scope.Node().Path()+"/"+id, code, rules, p.NoRuntimeLayer)
+	codePath, err := stageCode(scope, *scope.Node().Path()+"/"+id, code, compiled.data, p.NoRuntimeLayer)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}

@@ -63,7 +63,15 @@ func newFunction(scope constructs.Construct, p settings, codePath string, runtim
 	if p.ReservedConcurrency > 0 {
 		props.ReservedConcurrentExecutions = jsii.Number(float64(p.ReservedConcurrency))
 	}
-	fn := awslambda.NewFunction(scope, jsii.String("Processor"), props)
+	// CloudFormation updates a function's configuration (its layers) before its code. Moving
+	// bootstrap from the layer into the code in place would leave the function without one
+	// between the two updates, and its invocations failing: with NoRuntimeLayer the function
+	// is another resource, which CloudFormation creates before the mapping moves to it.
+	id := "Processor"
+	if p.NoRuntimeLayer {
+		id = "ProcessorBundled"
+	}
+	fn := awslambda.NewFunction(scope, jsii.String(id), props)
 	return fn, role, logs
 }
 
@@ -72,7 +80,7 @@ func newFunction(scope constructs.Construct, p settings, codePath string, runtim
 // the stacks of an app share its asset.
 func runtimeLayer(scope constructs.Construct, dir, digest string, arch awslambda.Architecture) awslambda.ILayerVersion {
 	stack := awscdk.Stack_Of(scope)
-	id := "DenormRuntime" + digest
+	id := "DenormRuntime" + digest + *arch.Name()
 	if existing, ok := stack.Node().TryFindChild(jsii.String(id)).(awslambda.ILayerVersion); ok {
 		return existing
 	}

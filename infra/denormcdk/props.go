@@ -264,8 +264,17 @@ func (p settings) validate() (compiledRules, error) {
 	if p.FailureQueue != nil && p.FailureTopic != nil {
 		bad("give FailureQueue or FailureTopic, not both")
 	}
+	// Lambda refuses a FIFO queue or topic as a stream mapping's on-failure destination.
+	if p.FailureQueue != nil && isTrue(p.FailureQueue.Fifo()) {
+		bad("FailureQueue is a FIFO queue: a stream mapping's on-failure destination must be a standard queue")
+	}
+	if p.FailureTopic != nil && isTrue(p.FailureTopic.Fifo()) {
+		bad("FailureTopic is a FIFO topic: a stream mapping's on-failure destination must be a standard topic")
+	}
 	return r, errors.Join(errs...)
 }
+
+func isTrue(b *bool) bool { return b != nil && *b }
 
 var allowedExtraReadActions = map[string]bool{
 	"dynamodb:BatchGetItem":     true,

@@ -2,6 +2,7 @@ package denormcdk
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/table"
@@ -9,6 +10,8 @@ import (
 
 // compiledRules is everything the construct takes from a rules file.
 type compiledRules struct {
+	// data is the rules file as compiled, which the function's code packages.
+	data  []byte
 	table table.Spec
 	// filterPatterns are the Lambda event filter patterns (JSON) that let through only the
 	// records that can trigger a rule, plus the fan-out job items (pk "_dn#job#...").
@@ -24,14 +27,15 @@ type compiledRules struct {
 //
 // With data (Props.Rules) it parses data, and path (Props.RulesName) names it in messages.
 func loadRules(path, name string, data []byte) (compiledRules, error) {
-	var set *rules.Set
-	var err error
 	if data != nil {
 		path = name
-		set, err = rules.ParseSet(name, data)
 	} else {
-		set, err = rules.LoadSet(path)
+		var err error
+		if data, err = os.ReadFile(path); err != nil {
+			return compiledRules{}, fmt.Errorf("reading rules file: %w", err)
+		}
 	}
+	set, err := rules.ParseSet(path, data)
 	if err != nil {
 		return compiledRules{}, err
 	}
@@ -39,5 +43,5 @@ func loadRules(path, name string, data []byte) (compiledRules, error) {
 	if err != nil {
 		return compiledRules{}, fmt.Errorf("%s: event filters: %w", path, err)
 	}
-	return compiledRules{table: set.Table, filterPatterns: patterns, queriedIndexes: set.QueriedIndexes()}, nil
+	return compiledRules{data: data, table: set.Table, filterPatterns: patterns, queriedIndexes: set.QueriedIndexes()}, nil
 }

@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// errCheckpointHeld: another run holds the checkpoint file's lock.
-var errCheckpointHeld = errors.New("in use by another run")
+// ErrCheckpointHeld is wrapped by Run when another run holds the checkpoint file's lock.
+var ErrCheckpointHeld = errors.New("in use by another run")
 
 // lockCheckpoint takes the lock of the checkpoint at path (path + ".lock", holding the
 // holder's pid), so that two runs never read the same stream into one checkpoint: each
@@ -31,7 +31,7 @@ func lockCheckpoint(path string) (unlock func(), err error) {
 			who += " (pid " + strconv.Itoa(pid) + ")"
 		}
 		return nil, fmt.Errorf("esm: checkpoint %s is %w: %s reads the stream into it; stop it, or give this run its own checkpoint file: %w",
-			path, errCheckpointHeld, who, err)
+			path, ErrCheckpointHeld, who, err)
 	}
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)

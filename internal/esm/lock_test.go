@@ -22,7 +22,7 @@ func TestCheckpointLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = lockCheckpoint(path)
-	if !errors.Is(err, errCheckpointHeld) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
+	if !errors.Is(err, ErrCheckpointHeld) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
 		t.Fatalf("second lock: %v, want it held by pid %d", err, os.Getpid())
 	}
 	unlock()

@@ -129,15 +129,15 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 			return nil, err
 		}
 	}
-	if err := p.run(p.mc); err != nil {
+	if err := p.run(ctx, p.mc); err != nil {
 		p.Close()
 		return nil, err
 	}
 	return p, nil
 }
 
-// run starts a mapping with mc in the background.
-func (p *Pipeline) run(mc esm.Config) error {
+// run starts a mapping with mc in the background, once it has started (or ctx ends).
+func (p *Pipeline) run(ctx context.Context, mc esm.Config) error {
 	m, err := esm.New(p.Streams, p.inv, mc)
 	if err != nil {
 		return err
@@ -150,6 +150,11 @@ func (p *Pipeline) run(mc esm.Config) error {
 	select {
 	case <-m.Started():
 		return nil
+	case <-ctx.Done(): // Start given up on, while the mapping still tried to start
+		cancel()
+		p.cancel = nil
+		<-p.done
+		return ctx.Err()
 	case err := <-p.done:
 		cancel()
 		p.cancel = nil
@@ -170,7 +175,7 @@ func (p *Pipeline) Replay() error {
 	p.before = addStats(p.before, p.Mapping.Stats())
 	mc := p.mc
 	mc.CheckpointFile, mc.StartingPosition = "", esm.TrimHorizon
-	return p.run(mc)
+	return p.run(context.Background(), mc)
 }
 
 // Stats adds up the counters of every mapping the pipeline ran.

@@ -211,8 +211,8 @@ func sameExtreme(got, want types.AttributeValue) bool {
 }
 
 // MissingTargets is, per rule, how many counter totals belong to targets that do not
-// exist and are not created (missingTarget: skip): the stream processor drops their deltas
-// into the target, and keeps them in the target's state item.
+// exist and are not created (missingTarget: skip): the stream processor writes no copy
+// (there is no target) but keeps their deltas in the target's state item.
 type MissingTargets []int64
 
 // Missing returns the drift of targets the second pass did not meet: mirrors that should
@@ -251,7 +251,7 @@ func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen, states map[p
 					Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: numberAV(total)}}})
 			}
 			for k := range states {
-				if _, counted := exp.Totals[i][k]; !counted && !seen[i][k] && targetKey(r, k) {
+				if _, counted := exp.Totals[i][k]; !counted && !seen[i][k] && targetKey(r, k) && !ev.expiredBucket(r, k) {
 					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, NoTarget: true})
 				}
 			}

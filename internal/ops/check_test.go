@@ -173,6 +173,32 @@ func TestMissing(t *testing.T) {
 		t.Errorf("skipped %v, want %v", gotSkipped, wantSkipped)
 	}
 
+	// With the states a repairing round read: a NoTarget drift for each skipped total, and
+	// for each state of a rule's target shape that no total and no scanned target named
+	// (USER#u7 holds a state, no source counts into it: decided as 0); none for a state of
+	// another shape (a post's, met by the scan) or for totals of targets the scan met.
+	states := map[plan.Key]uint64{{PK: "USER#u7", SK: "PROFILE"}: 3, {PK: "POST#p1", SK: "METADATA"}: 2}
+	drifts, _ = ev.Missing(ev.All(), exp, seen, states)
+	noTarget := map[string]int{}
+	for _, d := range drifts {
+		if d.NoTarget {
+			if len(d.Attrs) > 0 {
+				t.Errorf("NoTarget drift %s %v with attributes: it writes no copy", ev.rules[d.Rule].r.Name, d.Key)
+			}
+			noTarget[ev.rules[d.Rule].r.Name+" "+d.Key.PK+" "+d.Total.String()]++
+		}
+	}
+	for _, want := range []string{"user-post-count USER#u7 0", "user-comment-count USER#u7 0", "global-post-count STATS#global 1"} {
+		if noTarget[want] != 1 {
+			t.Errorf("no NoTarget drift %q in %v", want, noTarget)
+		}
+	}
+	for k := range noTarget {
+		if strings.Contains(k, "POST#p1") {
+			t.Errorf("NoTarget drift %q for a target the scan met", k)
+		}
+	}
+
 	// missingTarget: create makes a missing target drift.
 	opt := optionsEval(t)
 	oexp := opt.NewExpected()

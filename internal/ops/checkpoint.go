@@ -372,7 +372,10 @@ func decodeExpected(ev *Evaluator, j *expectJSON) (*Expected, error) {
 	}
 	for name, list := range j.Tops {
 		i, err := ev.index(name)
-		if err != nil || e.Tops[i] == nil {
+		if err != nil {
+			return nil, fmt.Errorf("tops: %w", err)
+		}
+		if e.Tops[i] == nil {
 			return nil, fmt.Errorf("tops of %q: not a top rule", name)
 		}
 		for _, x := range list {
@@ -384,10 +387,11 @@ func decodeExpected(ev *Evaluator, j *expectJSON) (*Expected, error) {
 			if m, ok := v["item"].(*types.AttributeValueMemberM); ok {
 				entry.Item = m.Value
 			}
-			if entry.By != nil {
-				k := x.Key.key()
-				e.Tops[i][k] = value.TopKeep(e.Tops[i][k], entry, e.ns[i])
+			if entry.By == nil {
+				return nil, fmt.Errorf("tops of %q: an entry of %v without its value", name, x.Key)
 			}
+			k := x.Key.key()
+			e.Tops[i][k] = value.TopKeep(e.Tops[i][k], entry, e.ns[i])
 		}
 	}
 	return e, nil

@@ -121,7 +121,7 @@ func (d *Diff) Plan(table, endpoint string) []string {
 	}
 	deploy := "Deploy the stream processor with " + d.New
 	if endpoint != "" {
-		deploy = "Deploy the stream processor (locally: restart denorm local) with " + d.New
+		deploy = "Deploy the stream processor (denorm local: restart it; LocalStack: localstack/localstack.sh deploy) with " + d.New
 	}
 	var settings []string
 	for _, t := range d.Table {
