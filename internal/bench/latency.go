@@ -134,6 +134,9 @@ func ParseLatency(spec string) (*LatencyModel, error) {
 
 // For returns the distribution of op.
 func (m *LatencyModel) For(op string) Latency {
+	if m == nil {
+		return Latency{}
+	}
 	if l, ok := m.Ops[op]; ok {
 		return l
 	}
@@ -179,8 +182,10 @@ func (m *LatencyModel) AddTo(stack *middleware.Stack) error {
 			op := middleware.GetOperationName(ctx)
 			start := time.Now()
 			out, md, err := next.HandleInitialize(ctx, in)
+			took := time.Since(start)
 			if m != nil {
-				if d := m.draw(op) - time.Since(start); d > 0 {
+				took = m.draw(op)
+				if d := took - time.Since(start); d > 0 {
 					t := time.NewTimer(d)
 					select {
 					case <-t.C:
@@ -190,7 +195,7 @@ func (m *LatencyModel) AddTo(stack *middleware.Stack) error {
 				}
 			}
 			if tr := traceOf(ctx); tr != nil {
-				tr.add(op, start, time.Now())
+				tr.add(op, start, time.Now(), took)
 			}
 			return out, md, err
 		}), middleware.Before)
@@ -200,6 +205,8 @@ func (m *LatencyModel) AddTo(stack *middleware.Stack) error {
 type call struct {
 	op         string
 	start, end time.Time
+	// took is what the call takes on AWS by the model (without one: what it took here).
+	took time.Duration
 }
 
 // trace collects the calls one invocation makes.
@@ -220,10 +227,72 @@ func traceOf(ctx context.Context) *trace {
 	return t
 }
 
-func (t *trace) add(op string, start, end time.Time) {
+func (t *trace) add(op string, start, end time.Time, took time.Duration) {
 	t.mu.Lock()
-	t.calls = append(t.calls, call{op, start, end})
+	t.calls = append(t.calls, call{op, start, end, took})
 	t.mu.Unlock()
+}
+
+// chain is the invocation's critical path through its calls: the longest chain of calls
+// each of which started after the one before it ended (so it may have waited on it), by
+// the time the model gives the calls. Calls is that chain's length in calls, Took its time.
+// Where DynamoDB Local answered slower than the model, calls overlap here that would not
+// on AWS, but a call that waited on another (in code, or for a slot of a bounded pool)
+// still starts after it ends, so the chain is what the invocation would wait on AWS.
+func (t *trace) chain() (calls int, took time.Duration) {
+	t.mu.Lock()
+	cs := slices.Clone(t.calls)
+	t.mu.Unlock()
+	if len(cs) == 0 {
+		return 0, 0
+	}
+	byEnd := slices.Clone(cs)
+	slices.SortFunc(cs, func(a, b call) int { return a.start.Compare(b.start) })
+	slices.SortFunc(byEnd, func(a, b call) int { return a.end.Compare(b.end) })
+	// best[i] is the heaviest chain ending with byEnd[i]; prefix[i] the heaviest among
+	// byEnd[:i+1]. Calls are taken in order of start, so every call that ended before
+	// one starts has its chain computed (its start was earlier still).
+	type link struct {
+		took  time.Duration
+		calls int
+	}
+	best := make([]link, len(byEnd))
+	done := make([]bool, len(byEnd))
+	var prefix []link // over byEnd[:len(prefix)], all done
+	heaviest := func(a, b link) link {
+		if b.took > a.took || (b.took == a.took && b.calls > a.calls) {
+			return b
+		}
+		return a
+	}
+	var top link
+	for _, c := range cs {
+		// Calls that ended by c.start: a prefix of byEnd.
+		n := sort.Search(len(byEnd), func(i int) bool { return byEnd[i].end.After(c.start) })
+		for len(prefix) < n {
+			i := len(prefix)
+			var before link
+			if i > 0 {
+				before = prefix[i-1]
+			}
+			prefix = append(prefix, heaviest(before, best[i]))
+		}
+		var pre link
+		if n > 0 {
+			pre = prefix[n-1]
+		}
+		l := link{pre.took + c.took, pre.calls + 1}
+		// c's own place in byEnd: the first not yet done with c's end and start.
+		j := sort.Search(len(byEnd), func(i int) bool { return !byEnd[i].end.Before(c.end) })
+		for ; j < len(byEnd); j++ {
+			if !done[j] && byEnd[j].start.Equal(c.start) && byEnd[j].end.Equal(c.end) && byEnd[j].op == c.op {
+				break
+			}
+		}
+		best[j], done[j] = l, true
+		top = heaviest(top, l)
+	}
+	return top.calls, top.took
 }
 
 // round is a set of calls that overlapped in time (transitively): the calls an invocation
@@ -272,10 +341,18 @@ func (t *trace) rounds() []round {
 // CriticalPath is what the invocations of a run waited on: sequential rounds of DynamoDB
 // calls per batch, and which operations they held.
 type CriticalPath struct {
-	Invocations int     `json:"invocations"`
-	Calls       int     `json:"calls"`
-	RoundsMean  float64 `json:"roundsPerBatchMean"`
-	RoundsMax   int     `json:"roundsPerBatchMax"`
+	Invocations int `json:"invocations"`
+	// Empty are the invocations that made no DynamoDB call (records no rule acts on, such
+	// as the stream records of Denorm's own state items); the figures below are over the
+	// others.
+	Empty      int     `json:"emptyInvocations"`
+	Calls      int     `json:"calls"`
+	RoundsMean float64 `json:"roundsPerBatchMean"`
+	RoundsMax  int     `json:"roundsPerBatchMax"`
+	// ChainCalls and ChainMs are the mean critical path per batch (trace.chain): calls that
+	// waited on each other, and their time by the model.
+	ChainCalls float64 `json:"chainCallsPerBatch"`
+	ChainMs    float64 `json:"chainMsPerBatch"`
 	// RoundsByOp is, per operation, the mean number of rounds per batch that held it.
 	RoundsByOp map[string]float64 `json:"roundsByOp"`
 	// Typical is the most frequent sequence of rounds among the batches (ties: the longer),
@@ -289,6 +366,9 @@ type CriticalPath struct {
 type pathStats struct {
 	mu      sync.Mutex
 	n       int
+	empty   int
+	chain   int
+	chainT  time.Duration
 	calls   int
 	rounds  int
 	max     int
@@ -297,13 +377,19 @@ type pathStats struct {
 	longest string
 }
 
-func (p *pathStats) add(rs []round) {
+func (p *pathStats) add(rs []round, chainCalls int, chainTook time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.byOp == nil {
 		p.byOp, p.paths = map[string]int{}, map[string]int{}
 	}
 	p.n++
+	if len(rs) == 0 {
+		p.empty++
+		return
+	}
+	p.chain += chainCalls
+	p.chainT += chainTook
 	p.rounds += len(rs)
 	labels := make([]string, len(rs))
 	for i, r := range rs {
@@ -323,11 +409,13 @@ func (p *pathStats) add(rs []round) {
 func (p *pathStats) take() CriticalPath {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	cp := CriticalPath{Invocations: p.n, Calls: p.calls, RoundsMax: p.max, Longest: p.longest, RoundsByOp: map[string]float64{}}
-	if p.n > 0 {
-		cp.RoundsMean = float64(p.rounds) / float64(p.n)
+	cp := CriticalPath{Invocations: p.n, Empty: p.empty, Calls: p.calls, RoundsMax: p.max, Longest: p.longest, RoundsByOp: map[string]float64{}}
+	if busy := p.n - p.empty; busy > 0 {
+		cp.RoundsMean = float64(p.rounds) / float64(busy)
+		cp.ChainCalls = float64(p.chain) / float64(busy)
+		cp.ChainMs = ms(p.chainT) / float64(busy)
 		for op, k := range p.byOp {
-			cp.RoundsByOp[op] = float64(k) / float64(p.n)
+			cp.RoundsByOp[op] = float64(k) / float64(busy)
 		}
 	}
 	for path, k := range p.paths {
@@ -335,6 +423,6 @@ func (p *pathStats) take() CriticalPath {
 			cp.Typical, cp.TypicalCount = path, k
 		}
 	}
-	p.n, p.calls, p.rounds, p.max, p.byOp, p.paths, p.longest = 0, 0, 0, 0, nil, nil, ""
+	p.n, p.empty, p.chain, p.chainT, p.calls, p.rounds, p.max, p.byOp, p.paths, p.longest = 0, 0, 0, 0, 0, 0, 0, nil, nil, ""
 	return cp
 }

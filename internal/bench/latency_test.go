@@ -136,18 +136,31 @@ func TestRounds(t *testing.T) {
 		{"TransactWriteItems", 30, 40},
 	} {
 		s, e := at(c.a, c.b)
-		tr.add(c.op, s, e)
+		tr.add(c.op, s, e, e.Sub(s))
+	}
+	// The critical path: GetItem 0-5, Query 5-10, UpdateItem 12-20, TransactWriteItems.
+	calls, took := tr.chain()
+	if calls != 4 || took != 28*time.Millisecond {
+		t.Errorf("chain of %d calls, %v; want 4 calls, 28ms", calls, took)
 	}
 	var p pathStats
-	p.add(tr.rounds())
-	p.add((&trace{}).rounds())
+	p.add(tr.rounds(), calls, took)
+	other := &trace{}
+	s, e := at(0, 3)
+	other.add("GetItem", s, e, 5*time.Millisecond) // by the model: 5 ms
+	oc, ot := other.chain()
+	p.add(other.rounds(), oc, ot)
+	p.add(nil, 0, 0) // a batch with no call
 	cp := p.take()
 	want := "GetItem×2 → Query+UpdateItem×2 → TransactWriteItems"
-	if cp.Longest != want || cp.RoundsMax != 3 || cp.RoundsMean != 1.5 || cp.Calls != 6 || cp.Invocations != 2 {
-		t.Errorf("path %+v, want longest %q, 3 rounds at most, 1.5 on average, 6 calls, 2 invocations", cp, want)
+	if cp.Longest != want || cp.RoundsMax != 3 || cp.RoundsMean != 2 || cp.Calls != 7 || cp.Invocations != 3 || cp.Empty != 1 {
+		t.Errorf("path %+v, want longest %q, 3 rounds at most, 2 on average, 7 calls, 3 invocations, 1 empty", cp, want)
 	}
-	if cp.RoundsByOp["UpdateItem"] != 0.5 || cp.RoundsByOp["GetItem"] != 0.5 {
-		t.Errorf("rounds by op %v, want UpdateItem and GetItem 0.5 (one round each over two batches)", cp.RoundsByOp)
+	if cp.ChainCalls != 2.5 || cp.ChainMs != 16.5 {
+		t.Errorf("chain per batch %.1f calls, %.1f ms; want 2.5 and 16.5", cp.ChainCalls, cp.ChainMs)
+	}
+	if cp.RoundsByOp["UpdateItem"] != 0.5 || cp.RoundsByOp["GetItem"] != 1 {
+		t.Errorf("rounds by op %v, want UpdateItem 0.5 and GetItem 1 (over the two batches with calls)", cp.RoundsByOp)
 	}
 	if again := p.take(); again.Invocations != 0 || again.Longest != "" {
 		t.Errorf("take did not start again: %+v", again)

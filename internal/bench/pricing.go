@@ -35,23 +35,37 @@ var USEast1 = Prices{Region: "us-east-1", AsOf: "2026-11-26",
 	WriteUnit: 0.625 / 1e6, ReadUnit: 0.125 / 1e6,
 	MemoryMB: deployed.MemoryMB, VCPUMemoryMB: 1769}
 
-// billedMs is the Lambda duration billed for one invocation that took wall time, of which
-// cpu was CPU time on this machine: the waiting stays, the CPU work stretches by the
+// stretch is how much longer CPU work takes on the function than on one core here.
+func (p Prices) stretch() float64 {
+	if p.MemoryMB > 0 && p.VCPUMemoryMB > p.MemoryMB {
+		return float64(p.VCPUMemoryMB) / float64(p.MemoryMB)
+	}
+	return 1
+}
+
+// billedMs is the Lambda duration billed for one invocation that took wall time here, of
+// which cpu was CPU time on this machine: the waiting stays, the CPU work stretches by the
 // function's share of a vCPU, and the sum is rounded up to the millisecond.
 func (p Prices) billedMs(wall, cpu time.Duration) float64 {
-	stretch := 1.0
-	if p.MemoryMB > 0 && p.VCPUMemoryMB > p.MemoryMB {
-		stretch = float64(p.VCPUMemoryMB) / float64(p.MemoryMB)
-	}
 	cpu = min(cpu, wall)
-	est := float64(wall-cpu) + float64(cpu)*stretch
-	return math.Ceil(est / float64(time.Millisecond))
+	return ceilMs(float64(wall-cpu) + float64(cpu)*p.stretch())
 }
+
+// modelledMs is the Lambda duration billed for one invocation whose calls, by the latency
+// model, wait chain in sequence, plus its CPU work at the function's share of a vCPU.
+func (p Prices) modelledMs(chain, cpu time.Duration) float64 {
+	return ceilMs(float64(chain) + float64(cpu)*p.stretch())
+}
+
+func ceilMs(ns float64) float64 { return math.Ceil(ns / float64(time.Millisecond)) }
 
 // Cost is what a run's backlog cost, as AWS would bill it.
 type Cost struct {
 	Invocations int     `json:"invocations"`
 	BilledMs    float64 `json:"billedMs"` // Lambda duration billed, all invocations
+	// BilledHereMs is BilledMs from the invocations' wall time on this machine, where
+	// DynamoDB Local may answer slower than the latency model.
+	BilledHereMs float64 `json:"billedHereMs"`
 	// BilledMsPerBatch is BilledMs per invocation.
 	BilledMsPerBatch float64 `json:"billedMsPerBatch"`
 	// BilledSecondsPerMillion is the billed Lambda duration per million source records.

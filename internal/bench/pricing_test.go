@@ -21,6 +21,10 @@ func TestBilledMs(t *testing.T) {
 			t.Errorf("billedMs(%v, %v) = %v, want %v", tc.wall, tc.cpu, got, tc.want)
 		}
 	}
+	// By the model: 30 ms of calls in sequence and 2 ms of CPU here, 6.91 ms on the function.
+	if got, want := p.modelledMs(30*time.Millisecond, 2*time.Millisecond), math.Ceil(30+2*1769.0/512); got != want {
+		t.Errorf("modelledMs = %v, want %v", got, want)
+	}
 }
 
 // TestCost prices a known backlog by hand: 2,000 records in 20 batches of 100 ms each,
