@@ -243,54 +243,49 @@ func (t *trace) chain() (calls int, took time.Duration) {
 	t.mu.Lock()
 	cs := slices.Clone(t.calls)
 	t.mu.Unlock()
-	if len(cs) == 0 {
-		return 0, 0
+	n := len(cs)
+	byStart, byEnd := make([]int, n), make([]int, n)
+	for i := range cs {
+		byStart[i], byEnd[i] = i, i
 	}
-	byEnd := slices.Clone(cs)
-	slices.SortFunc(cs, func(a, b call) int { return a.start.Compare(b.start) })
-	slices.SortFunc(byEnd, func(a, b call) int { return a.end.Compare(b.end) })
-	// best[i] is the heaviest chain ending with byEnd[i]; prefix[i] the heaviest among
-	// byEnd[:i+1]. Calls are taken in order of start, so every call that ended before
-	// one starts has its chain computed (its start was earlier still).
+	slices.SortFunc(byStart, func(a, b int) int {
+		if c := cs[a].start.Compare(cs[b].start); c != 0 {
+			return c
+		}
+		return cs[a].end.Compare(cs[b].end)
+	})
+	slices.SortFunc(byEnd, func(a, b int) int { return cs[a].end.Compare(cs[b].end) })
 	type link struct {
 		took  time.Duration
 		calls int
 	}
-	best := make([]link, len(byEnd))
-	done := make([]bool, len(byEnd))
-	var prefix []link // over byEnd[:len(prefix)], all done
-	heaviest := func(a, b link) link {
+	heavier := func(a, b link) link {
 		if b.took > a.took || (b.took == a.took && b.calls > a.calls) {
 			return b
 		}
 		return a
 	}
+	// best[i] is the heaviest chain that ends with call i; prefix[k] the heaviest among the
+	// calls byEnd[:k+1]. Calls are taken by start: every call that ended by one's start
+	// started before it, so its chain is known when prefix takes it in.
+	best := make([]link, n)
+	var prefix []link
 	var top link
-	for _, c := range cs {
-		// Calls that ended by c.start: a prefix of byEnd.
-		n := sort.Search(len(byEnd), func(i int) bool { return byEnd[i].end.After(c.start) })
-		for len(prefix) < n {
-			i := len(prefix)
+	for _, i := range byStart {
+		k := sort.Search(n, func(j int) bool { return cs[byEnd[j]].end.After(cs[i].start) })
+		for len(prefix) < k {
 			var before link
-			if i > 0 {
-				before = prefix[i-1]
+			if m := len(prefix); m > 0 {
+				before = prefix[m-1]
 			}
-			prefix = append(prefix, heaviest(before, best[i]))
+			prefix = append(prefix, heavier(before, best[byEnd[len(prefix)]]))
 		}
 		var pre link
-		if n > 0 {
-			pre = prefix[n-1]
+		if k > 0 {
+			pre = prefix[k-1]
 		}
-		l := link{pre.took + c.took, pre.calls + 1}
-		// c's own place in byEnd: the first not yet done with c's end and start.
-		j := sort.Search(len(byEnd), func(i int) bool { return !byEnd[i].end.Before(c.end) })
-		for ; j < len(byEnd); j++ {
-			if !done[j] && byEnd[j].start.Equal(c.start) && byEnd[j].end.Equal(c.end) && byEnd[j].op == c.op {
-				break
-			}
-		}
-		best[j], done[j] = l, true
-		top = heaviest(top, l)
+		best[i] = link{pre.took + cs[i].took, pre.calls + 1}
+		top = heavier(top, best[i])
 	}
 	return top.calls, top.took
 }
