@@ -73,11 +73,11 @@ func TestLatencySample(t *testing.T) {
 }
 
 // TestLatencyMiddleware runs calls through the middleware on a stack whose handler takes
-// 20 ms: each call takes the model's latency in total (30 ms), not that plus the handler's
-// time (50 ms),
+// 40 ms: each call takes the model's latency in total (50 ms), not that plus the handler's
+// time (90 ms),
 // and the trace of the context notes it under its operation's name.
 func TestLatencyMiddleware(t *testing.T) {
-	m, err := ParseLatency("GetItem=30ms,UpdateItem=60ms")
+	m, err := ParseLatency("GetItem=50ms,UpdateItem=60ms")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestLatencyMiddleware(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := middleware.DecorateHandler(middleware.HandlerFunc(func(context.Context, any) (any, middleware.Metadata, error) {
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(40 * time.Millisecond)
 		return nil, middleware.Metadata{}, nil
 	}), stack)
 	ctx, tr := withTrace(context.Background())
@@ -97,8 +97,8 @@ func TestLatencyMiddleware(t *testing.T) {
 	}
 	t0 := time.Now()
 	do("GetItem")
-	if d := time.Since(t0); d < 30*time.Millisecond || d >= 48*time.Millisecond {
-		t.Errorf("GetItem took %v, want 30ms (not 50ms: the handler's 20ms are part of it)", d)
+	if d := time.Since(t0); d < 50*time.Millisecond || d >= 85*time.Millisecond {
+		t.Errorf("GetItem took %v, want 50ms (not 90ms: the handler's 40ms are part of it)", d)
 	}
 	var wg sync.WaitGroup
 	for range 3 {
