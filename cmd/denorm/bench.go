@@ -15,14 +15,14 @@ import (
 )
 
 func init() {
-	register(command{name: "bench", summary: "write cost, throughput and lag: Denorm against a naive handler on DynamoDB Local", run: runBench})
+	register(command{name: "bench", summary: "records/s per shard, lag, dollars per million writes and write cost: Denorm against a hand-written handler on DynamoDB Local, with AWS latency modelled", run: runBench})
 }
 
 func runBench(ctx context.Context, args []string) error {
-	fs := newFlags("bench", "[FILE | --rules FILE] [--endpoint URL] [--workloads a,b] [--reps N] [--size full|smoke|tiny] [--batch-size N] [--out DIR]")
+	fs := newFlags("bench", "[FILE | --rules FILE] [--endpoint URL] [--workloads a,b] [--reps N] [--size full|smoke|tiny] [--batch-size N] [--latency default|none|SPEC] [--rate N] [--batching-window D] [--out DIR]")
 	endpoint := fs.String("endpoint", os.Getenv("DENORM_DYNAMODB_ENDPOINT"), "DynamoDB Local endpoint; empty starts one")
 	rulesFlag := fs.String("rules", "", "the social example's rules file, or the argument FILE (default "+exampleRules+"; workloads use subsets of it)")
-	workloads := fs.String("workloads", "", "comma-separated workloads (default all: comment-storm, posts-per-user, membership-churn, rename, social-mix, hot-target, daily-buckets)")
+	workloads := fs.String("workloads", "", "comma-separated workloads (default all: comment-storm, posts-per-user, membership-churn, rename, social-mix, hot-target, daily-buckets, latest-n)")
 	reps := fs.Int("reps", 2, "runs per system and workload (Denorm and the baseline alternate)")
 	size := fs.String("size", "full", "full (what docs/benchmarks.md reports), smoke (a few minutes) or tiny (seconds, for tests)")
 	seed := fs.Uint64("seed", 1, "workload seed")
@@ -32,6 +32,9 @@ func runBench(ctx context.Context, args []string) error {
 	keep := fs.Bool("keep-tables", false, "keep the benchmark tables (default: delete each after its run)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	perRun := fs.Bool("emulator-per-run", true, "start a fresh DynamoDB Local (scripts/dynamodb-local.sh) for every run and the ceiling, so that no run inherits the items and stream records of the runs before it; false uses --endpoint for all")
+	latency := fs.String("latency", "default", "delay of every DynamoDB call the handlers and the mapping make: default (in-region AWS figures, docs/benchmarks.md), none (DynamoDB Local's own speed), or OP=MEDIAN[/P99],... e.g. 'default,Query=8ms/30ms'")
+	rate := fs.Float64("rate", 0, "pace every workload's live writes at this many per second (0: each workload's own rate)")
+	window := fs.Duration("batching-window", 0, "the mappings' MaximumBatchingWindow (Lambda's default 0; the construct deploys 1s)")
 	warm := fs.Duration("warmup", 3*time.Second, "warm each run's emulator with each request shape this long first (0: none)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -44,7 +47,15 @@ func runBench(ctx context.Context, args []string) error {
 	if *batch < 1 || *batch > 10000 {
 		return fmt.Errorf("--batch-size %d: want 1 to 10000, the range of a DynamoDB event source mapping", *batch)
 	}
-	cfg := bench.Config{RulesPath: rulesPath, Reps: *reps, Seed: *seed, BatchSize: *batch, KeepTables: *keep, Progress: os.Stderr}
+	model, err := bench.ParseLatency(*latency)
+	if err != nil {
+		return fmt.Errorf("--latency: %w", err)
+	}
+	if *rate < 0 || *window < 0 {
+		return fmt.Errorf("--rate %v, --batching-window %v: want zero or more", *rate, *window)
+	}
+	cfg := bench.Config{RulesPath: rulesPath, Reps: *reps, Seed: *seed, BatchSize: *batch, KeepTables: *keep, Progress: os.Stderr,
+		Latency: model, LiveRate: *rate, BatchingWindow: *window}
 	switch *size {
 	case "full":
 		cfg.Size = bench.Full

@@ -19,6 +19,8 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"bench", "--size", "huge"}, 1, `--size "huge": want full, smoke or tiny`},
 		{[]string{"bench", "--reps"}, 2, "flag needs an argument"},
 		{[]string{"bench", "-h"}, 0, "usage: denorm bench"},
+		{[]string{"bench", "--latency", "GetItem=fast"}, 1, `--latency: latency "GetItem=fast": median "fast" is not a duration`},
+		{[]string{"bench", "--latency", "Query=9ms/2ms"}, 1, `p99 "2ms" is not a duration at least the median`},
 	} {
 		var code int
 		_, stderr := captureOutput(t, func() { code = run(tc.args) })

@@ -27,8 +27,9 @@ import (
 const (
 	// DefaultMemoryMB: Lambda gives CPU in proportion to memory; the handler is I/O bound
 	// (DynamoDB round trips), so 512 MB on arm64 is enough CPU for decoding and planning a
-	// batch and costs little; raise it only if Duration grows with CPU-bound work.
-	DefaultMemoryMB = 512
+	// batch and costs little; raise it only if Duration grows with CPU-bound work. `denorm
+	// bench` prices Lambda duration at this size (internal/deployed).
+	DefaultMemoryMB = deployed.MemoryMB
 	// DefaultTimeout bounds one batch. The handler stops taking new work about 5 s before its
 	// deadline and reports the rest as batch item failures, so a slow batch is resumed, not
 	// retried from the start.

@@ -27,6 +27,15 @@ func (r *run) pull(p *plan.Pull) error {
 	if err != nil {
 		return fmt.Errorf("building pull projection: %w", err)
 	}
+	if p.Rule.Via != "key" {
+		// The registry read does not depend on the source's: both are consistent reads whose
+		// results are only compared (registeredVersion), and the source may change between
+		// them in either order, so they go out together; registeredVersion gets the
+		// registry from the batch's shared read. One round of the pull's critical path less.
+		done := make(chan struct{})
+		go func() { defer close(done); _, _ = r.readRegistry(p) }()
+		defer func() { <-done }() // no read outlives the pull
+	}
 	src, err := r.readOnce("reading source "+p.Source.PK, p.Source, e.Projection(), e.Names())
 	if err != nil {
 		return err

@@ -65,7 +65,7 @@ func (r *run) register(f *plan.FanOut) error {
 // registeredVersion returns the version to stamp on a pulled copy: the newest version a
 // push started with, if the source's current values are that push's values ("" otherwise).
 func (r *run) registeredVersion(p *plan.Pull, src map[string]types.AttributeValue) (string, error) {
-	reg, err := r.readOnce("reading version of "+p.Source.PK, registryKey(p.Rule.Name, p.Source.PK, p.Source.SK), nil, nil)
+	reg, err := r.readRegistry(p)
 	if err != nil || reg == nil {
 		return "", err
 	}
@@ -81,4 +81,9 @@ func (r *run) registeredVersion(p *plan.Pull, src map[string]types.AttributeValu
 		}
 	}
 	return v.Value, nil
+}
+
+// readRegistry reads p's source's version registry (once per batch, shared as readOnce is).
+func (r *run) readRegistry(p *plan.Pull) (map[string]types.AttributeValue, error) {
+	return r.readOnce("reading version of "+p.Source.PK, registryKey(p.Rule.Name, p.Source.PK, p.Source.SK), nil, nil)
 }

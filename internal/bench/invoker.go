@@ -23,8 +23,14 @@ type meteredInvoker struct {
 	// visible, when set, is called with the records of every invocation and its end time,
 	// except records the response reported as failed (Denorm's lag).
 	visible func(rec *events.DynamoDBEventRecord, at time.Time)
+	// prices bills each invocation's duration; paths adds up the rounds of DynamoDB calls
+	// each invocation waited on (the latency middleware notes the calls).
+	prices Prices
+	paths  pathStats
 
 	mu          sync.Mutex
+	billedMs    float64
+	modelMs     float64
 	invocations int
 	cpu, wall   time.Duration
 	lastEnd     time.Time
@@ -38,15 +44,20 @@ func (m *meteredInvoker) Invoke(ctx context.Context, payload []byte) ([]byte, er
 	m.overlapped = m.overlapped || m.inFlight > 1
 	m.mu.Unlock()
 	ctx = m.floor.begin(ctx)
+	ctx, tr := withTrace(ctx)
 	c0, t0 := cpuTime(), time.Now()
 	resp, err := m.inv.Invoke(ctx, payload)
 	t1, c1 := time.Now(), cpuTime()
 	m.floor.end(ctx)
+	chainCalls, chainTook := tr.chain()
+	m.paths.add(tr.rounds(), chainCalls, chainTook)
 	m.mu.Lock()
 	m.inFlight--
 	m.invocations++
 	m.cpu += c1 - c0
 	m.wall += t1.Sub(t0)
+	m.billedMs += m.prices.billedMs(t1.Sub(t0), c1-c0)
+	m.modelMs += m.prices.modelledMs(chainTook, c1-c0)
 	if t1.After(m.lastEnd) {
 		m.lastEnd = t1
 	}
@@ -64,13 +75,19 @@ type invokeStats struct {
 	CPU, Wall   time.Duration
 	LastEnd     time.Time
 	Overlapped  bool
+	BilledMs    float64
+	// ModelMs is what the invocations would be billed on AWS by the latency model: each
+	// one's critical path through its calls plus its CPU time at the function's share.
+	ModelMs float64
+	Path    CriticalPath
 }
 
 func (m *meteredInvoker) take() invokeStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := invokeStats{Invocations: m.invocations, CPU: m.cpu, Wall: m.wall, LastEnd: m.lastEnd, Overlapped: m.overlapped}
-	m.invocations, m.cpu, m.wall, m.lastEnd, m.overlapped = 0, 0, 0, time.Time{}, false
+	s := invokeStats{Invocations: m.invocations, CPU: m.cpu, Wall: m.wall, LastEnd: m.lastEnd, Overlapped: m.overlapped,
+		BilledMs: m.billedMs, ModelMs: m.modelMs, Path: m.paths.take()}
+	m.invocations, m.cpu, m.wall, m.lastEnd, m.overlapped, m.billedMs, m.modelMs = 0, 0, 0, time.Time{}, false, 0, 0
 	return s
 }
 

@@ -87,29 +87,56 @@ func TestLagObserver(t *testing.T) {
 }
 
 func TestSummarizeChecks(t *testing.T) {
-	r := &Report{Ceiling: Ceiling{Transact: CeilingShape{BestRequests: 100}, Update: CeilingShape{BestRequests: 200, BestItems: 200}}}
+	r := &Report{LatencyModel: DefaultLatency()}
+	lag := func(p99 float64) Dist { return Dist{N: 10, P50: p99 / 2, P99: p99} }
 	r.Workloads = []WorkloadResult{{Name: "storm", Targets: []Target{TargetSamePartition}, Runs: []RunResult{
-		{System: Denorm, Usage: Usage{WCU: 4}, RecordsPerSec: 500, Verify: Verify{Clean: true}},
-		{System: Naive, Usage: Usage{WCU: 400}, RecordsPerSec: 40, FloorWrites: 4, FloorWCU: 4, Verify: Verify{Clean: true}},
-		{System: Denorm, Usage: Usage{WCU: 6}, RecordsPerSec: 300, Verify: Verify{Clean: true}},
-		{System: Naive, Usage: Usage{WCU: 400}, RecordsPerSec: 20, FloorWrites: 4, FloorWCU: 4, Verify: Verify{Clean: true}},
+		{System: Denorm, Usage: Usage{WCU: 4}, RecordsPerSec: 500, ModelRecordsPerSec: 1500, Cost: Cost{Total: 1}, Lag: lag(800), Verify: Verify{Clean: true}},
+		{System: Naive, Usage: Usage{WCU: 400}, RecordsPerSec: 40, ModelRecordsPerSec: 400, Cost: Cost{Total: 4}, FloorWrites: 4, FloorWCU: 4, Verify: Verify{Clean: true}},
+		{System: Denorm, Usage: Usage{WCU: 6}, RecordsPerSec: 300, ModelRecordsPerSec: 1100, Cost: Cost{Total: 1}, Lag: lag(900), Verify: Verify{Clean: true}},
+		{System: Naive, Usage: Usage{WCU: 400}, RecordsPerSec: 20, ModelRecordsPerSec: 300, Cost: Cost{Total: 4}, FloorWrites: 4, FloorWCU: 4, Verify: Verify{Clean: true}},
 	}}}
 	r.summarize()
 	w := r.Workloads[0]
-	if w.Denorm.WCU != 5 || w.Baseline.RecordsPerSec != 30 || w.FloorWCU != 4 {
+	if w.Denorm.WCU != 5 || w.Baseline.RecordsPerSec != 30 || w.FloorWCU != 4 || w.Denorm.ModelRecordsPerSec != 1300 || w.Denorm.LagP99 != 850 {
 		t.Errorf("medians: %+v %+v floor %v", w.Denorm, w.Baseline, w.FloorWCU)
 	}
-	if w.Ratios.WCUVsBaseline != 5.0/400 || w.Ratios.CeilingFraction != 4 {
+	if w.Ratios.WCUVsBaseline != 5.0/400 || w.Ratios.DollarsVsBaseline != 0.25 || w.Ratios.ModelThroughputVsBaseline != 1300.0/350 {
 		t.Errorf("ratios: %+v", w.Ratios)
 	}
-	if len(w.Checks) != 4 || !w.Checks[0].Met || !w.Checks[1].Met || !w.Checks[2].Met || !w.Checks[3].Met || !r.AllVerified {
+	// The WCU target, then keep-up, lag, speed and dollars (by the model), then exactly once.
+	byTarget := map[Target]Check{}
+	for _, c := range w.Checks {
+		byTarget[c.Target] = c
+	}
+	for _, want := range []Check{
+		{TargetSamePartition, 5.0 / 400, 0.05, true},
+		{TargetKeepUp, 1300, 1000, true},
+		{TargetLagP99, 850, 1000, true},
+		{TargetSpeed, 1300.0 / 350, 3, true},
+		{TargetDollars, 0.25, 0.5, true},
+	} {
+		if got := byTarget[want.Target]; got != want {
+			t.Errorf("%s: %+v, want %+v", want.Target, got, want)
+		}
+	}
+	if len(w.Checks) != 7 || !r.AllVerified {
 		t.Errorf("checks: %+v", w.Checks)
+	}
+	// Without a latency model the speed targets read the figures measured here.
+	r.LatencyModel = nil
+	r.summarize()
+	w = r.Workloads[0]
+	if c := w.Checks[1]; c.Target != TargetKeepUp || c.Value != 400 || c.Met {
+		t.Errorf("keep-up without a model: %+v, want 400 records/s, missed", c)
+	}
+	if c := w.Checks[3]; c.Target != TargetSpeed || c.Value != 400.0/30 || !c.Met {
+		t.Errorf("speed without a model: %+v", c)
 	}
 	// A baseline that drifted voids the comparison, and the check says it was the baseline.
 	r.Workloads[0].Runs[3].Verify = Verify{Drift: 1}
 	r.summarize()
 	w = r.Workloads[0]
-	if r.AllVerified || !w.Checks[2].Met || w.Checks[3].Met {
+	if r.AllVerified || !w.Checks[5].Met || w.Checks[6].Met {
 		t.Errorf("baseline drift: verified %v, checks %+v", r.AllVerified, w.Checks)
 	}
 }

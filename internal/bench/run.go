@@ -57,6 +57,17 @@ type Config struct {
 	// 3 s: DynamoDB Local's JIT needs ~8 s of load to reach its speed; negative: none).
 	WarmUp     time.Duration
 	KeepTables bool
+	// Latency delays every DynamoDB and DynamoDB Streams call the handlers and the event
+	// source mapping make to what it would take on AWS (nil: calls take what DynamoDB Local
+	// takes). The setup, the application's writes and verify are not delayed.
+	Latency *LatencyModel
+	// BatchingWindow is the mappings' MaximumBatchingWindow (default 0, Lambda's default).
+	BatchingWindow time.Duration
+	// LiveRate, when positive, paces every workload's live writes at this many per second
+	// instead of the workload's own rate.
+	LiveRate float64
+	// Prices bill Lambda duration, requests and capacity (default USEast1).
+	Prices *Prices
 	// Progress receives one line per step (nil: none).
 	Progress io.Writer
 }
@@ -70,6 +81,14 @@ func (c *Config) defaults() {
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 50 * time.Millisecond
+		if c.Latency != nil {
+			// Lambda polls a DynamoDB stream's shard 4 times per second.
+			c.PollInterval = 250 * time.Millisecond
+		}
+	}
+	if c.Prices == nil {
+		p := USEast1
+		c.Prices = &p
 	}
 	if c.Ceiling == 0 {
 		c.Ceiling = 3 * time.Second
@@ -98,14 +117,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer os.RemoveAll(dir)
 	r := &runner{cfg: cfg, dir: dir}
 	rep := &Report{Machine: machineInfo(ctx, cfg.Endpoint), Started: time.Now().UTC(), Reps: cfg.Reps,
-		BatchSize: cfg.BatchSize, PollIntervalMs: ms(cfg.PollInterval), Seed: cfg.Seed, WarmUpSeconds: cfg.WarmUp.Seconds()}
+		BatchSize: cfg.BatchSize, PollIntervalMs: ms(cfg.PollInterval), Seed: cfg.Seed, WarmUpSeconds: cfg.WarmUp.Seconds(),
+		Latency: cfg.Latency.Describe(), LatencyModel: cfg.Latency, BatchingWindowMs: ms(cfg.BatchingWindow), LiveRate: cfg.LiveRate,
+		Prices: *cfg.Prices}
 	if _, fresh := cfg.Emulator.(Fresh); fresh {
 		rep.Emulator = "a fresh DynamoDB Local per run and for the ceiling"
 	} else {
 		rep.Emulator = "one shared DynamoDB Local"
 	}
 	rep.Machine.LoadBefore = loadAvg()
-	all := Workloads(cfg.Seed, cfg.Size)
+	sz := cfg.Size
+	if cfg.LiveRate > 0 {
+		// Enough live writes to pace for 2 seconds at that rate.
+		sz = sz.WithLive(int(2 * cfg.LiveRate))
+	}
+	all := Workloads(cfg.Seed, sz)
 	var chosen []Workload
 	for _, w := range all {
 		if len(cfg.Workloads) == 0 || contains(cfg.Workloads, w.Name) {
@@ -156,9 +182,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 type runner struct {
 	cfg Config
 	dir string
-	// db and streams are the clients of the current run's emulator.
-	db      *dynamodb.Client
-	streams *dynamodbstreams.Client
+	// db and streams are the clients of the current run's emulator; hdb and hstreams are
+	// the handlers' and the measured mapping's, through the latency model.
+	db       *dynamodb.Client
+	streams  *dynamodbstreams.Client
+	hdb      *dynamodb.Client
+	hstreams *dynamodbstreams.Client
 }
 
 // withEmulator runs fn on an emulator of its own (fresh or shared), warmed up.
@@ -179,6 +208,13 @@ func (r *runner) withEmulator(ctx context.Context, set *rules.Set, fn func(*dyna
 		}
 	}
 	r.db, r.streams = db, streams
+	r.hdb = dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		o.DisableValidateResponseChecksum = true
+		o.APIOptions = append(o.APIOptions, r.cfg.Latency.AddTo)
+	})
+	r.hstreams = streamclient.New(awsCfg, true, func(o *dynamodbstreams.Options) {
+		o.APIOptions = append(o.APIOptions, r.cfg.Latency.AddTo)
+	})
 	return fn(db, streams)
 }
 
@@ -188,7 +224,7 @@ func (r *runner) workload(ctx context.Context, w Workload) (*WorkloadResult, err
 		return nil, err
 	}
 	wr := &WorkloadResult{Name: w.Name, Description: w.Description, Rules: ruleNames(set), Targets: w.Targets,
-		SetupOps: len(w.Setup), Ops: len(w.Measure), LiveOps: len(w.Live), LiveRate: w.LiveRate, CopyLag: w.CopyLag,
+		SetupOps: len(w.Setup), Ops: len(w.Measure), LiveOps: len(w.Live), LiveRate: r.liveRate(w), CopyLag: w.CopyLag,
 		ParallelizationFactor: max(1, w.ParallelizationFactor), Deltas: w.Deltas}
 	for rep := 0; rep < r.cfg.Reps; rep++ {
 		for _, sys := range []string{Denorm, Naive} {
@@ -233,7 +269,7 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 	if err != nil {
 		return nil, err
 	}
-	mc := esm.Config{StreamARN: arn, BatchSize: r.cfg.BatchSize, PollInterval: r.cfg.PollInterval,
+	mc := esm.Config{StreamARN: arn, BatchSize: r.cfg.BatchSize, PollInterval: r.cfg.PollInterval, MaximumBatchingWindow: r.cfg.BatchingWindow,
 		ParallelizationFactor: w.ParallelizationFactor, // both systems: like for like
 		MaximumRetryAttempts:  esm.Int(5), BisectBatchOnFunctionError: true, ReportBatchItemFailures: true,
 		FilterCriteria: filters, CheckpointFile: filepath.Join(r.dir, name+".json"),
@@ -263,7 +299,7 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 		return nil, err
 	}
 	phase("write backlog")
-	api := newMeteredAPI(r.db, set.Table.PartitionKey, set.Table.SortKey)
+	api := newMeteredAPI(r.hdb, set.Table.PartitionKey, set.Table.SortKey)
 	hook := &visibleHook{}
 	logs := &captureLog{}
 	var floor *floorCounter
@@ -283,12 +319,24 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 		}
 		inner = lambda.NewHandler(b.Handle)
 	}
-	mi := &meteredInvoker{inv: inner, floor: floor}
+	mi := &meteredInvoker{inv: inner, floor: floor, prices: *r.cfg.Prices}
 	res := &RunResult{System: sys, Rep: rep + 1, Table: name}
 	// measured fills the cost and throughput figures from what happened since start.
 	measured := func(start time.Time, records int) {
 		st, u := mi.take(), api.take()
 		res.Usage, res.Invocations, res.Overlapped = u, st.Invocations, st.Overlapped
+		// With a latency model, Lambda is billed for what the invocations would take on AWS
+		// (their critical path by the model), not for DynamoDB Local's queueing here.
+		billed := st.BilledMs
+		if r.cfg.Latency != nil {
+			billed = st.ModelMs
+		}
+		res.Cost = r.cfg.Prices.cost(records, st.Invocations, billed, u.WCU, u.RCU)
+		res.Cost.BilledHereMs = st.BilledMs
+		res.Path = st.Path
+		// One shard by the model: each batch read (GetRecords), then invoked, in turn.
+		res.ModelDrainSeconds = (st.ModelMs + float64(st.Invocations)*ms(r.cfg.Latency.For("GetRecords").Median)) / 1000
+		res.ModelRecordsPerSec = div(float64(records), res.ModelDrainSeconds)
 		if !st.LastEnd.IsZero() {
 			res.DrainSeconds = st.LastEnd.Sub(start).Seconds()
 		}
@@ -306,7 +354,7 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 		res.HandlerWCU, res.HandlerWarnings, res.Refused, res.PullsSkipped = logs.take()
 	}
 	t0 := time.Now()
-	m, err := startMapping(r.streams, mi, mc)
+	m, err := startMapping(r.hstreams, mi, mc)
 	if err != nil {
 		return nil, err
 	}
@@ -335,7 +383,8 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 		api.trackWrites(true)
 	}
 	before := m.m.Stats().Records
-	acks, err := writePaced(ctx, r.db, name, w.Live, w.LiveRate, 8)
+	rate := r.liveRate(w)
+	acks, err := writePaced(ctx, r.db, name, w.Live, rate, 16)
 	if err != nil {
 		return nil, err
 	}
@@ -351,10 +400,10 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 			}
 		}
 		res.Lag = distOf(lags)
-		measured(acks[0], len(w.Live))
+		// Priced per copy: the one source write is the rename.
+		measured(acks[0], len(lags))
 		res.Delivered = m.m.Stats().Records - before
-		// The work is the copies: timed to the last one written, CPU per copy.
-		res.CPUPerRecordUs = div(res.CPUPerRecordUs*float64(len(w.Live)), float64(res.Lag.N))
+		// The work is the copies: timed to the last one written; CPU and cost per copy.
 		if res.Lag.Max > 0 {
 			res.DrainSeconds = res.Lag.Max / 1000
 			res.RecordsPerSec = float64(len(w.Live)) / res.DrainSeconds
@@ -363,6 +412,7 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 	} else {
 		lags, unseen := obs.recordLags(acks)
 		res.Lag, res.LiveUnseen = distOf(lags), unseen
+		res.LiveRate = achievedRate(acks)
 		live := mi.take()
 		res.LiveInvocations = live.Invocations
 		lu := api.take()
@@ -394,6 +444,37 @@ func (r *runner) once(ctx context.Context, w Workload, f *rules.File, set *rules
 		}
 	}
 	return res, nil
+}
+
+// liveRate is the rate w's live writes are paced at.
+func (r *runner) liveRate(w Workload) float64 {
+	if r.cfg.LiveRate > 0 && !w.CopyLag {
+		return r.cfg.LiveRate
+	}
+	return w.LiveRate
+}
+
+// achievedRate is the rate the live writes were acknowledged at: the paced rate, unless
+// the emulator could not take them that fast.
+func achievedRate(acks []time.Time) float64 {
+	var first, last time.Time
+	n := 0
+	for _, t := range acks {
+		if t.IsZero() {
+			continue
+		}
+		n++
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+		if t.After(last) {
+			last = t
+		}
+	}
+	if n < 2 || !last.After(first) {
+		return 0
+	}
+	return float64(n-1) / last.Sub(first).Seconds()
 }
 
 // mapping is a running event source mapping.

@@ -66,6 +66,14 @@ type Size struct {
 	ListRate                                float64
 }
 
+// WithLive returns sz with at least n live writes per workload (the rename's one excepted).
+func (sz Size) WithLive(n int) Size {
+	for _, p := range []*int{&sz.StormLive, &sz.PostsLive, &sz.ChurnLive, &sz.SocialLive, &sz.HotLive, &sz.DayLive, &sz.ListLive} {
+		*p = max(*p, n)
+	}
+	return sz
+}
+
 // Full is the size `make bench` runs. The live rates are low enough for the naive handler
 // to keep up on a 2-core machine, so lag compares steady states, not growing backlogs.
 var Full = Size{

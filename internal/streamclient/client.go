@@ -10,10 +10,11 @@ import (
 
 // New returns the DynamoDB Streams client for cfg. Against a local emulator, stream
 // records are repaired where DynamoDB Local encodes an empty map as {} (repairEmptyMaps).
-func New(cfg aws.Config, local bool) *dynamodbstreams.Client {
-	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
+// optFns apply after that (the bench adds its latency model).
+func New(cfg aws.Config, local bool, optFns ...func(*dynamodbstreams.Options)) *dynamodbstreams.Client {
+	return dynamodbstreams.NewFromConfig(cfg, append([]func(*dynamodbstreams.Options){func(o *dynamodbstreams.Options) {
 		if local {
 			o.APIOptions = append(o.APIOptions, repairEmptyMaps)
 		}
-	})
+	}}, optFns...)...)
 }

@@ -21,43 +21,60 @@ var (
 	colFloor    = color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}
 )
 
-// WritePNG draws two panels from the report: write capacity per workload (Denorm, the
-// baseline, the floor) and lag p50/p99 per workload (Denorm, the baseline), both on log
-// scales, since the figures span orders of magnitude.
+// WritePNG draws three panels from the report, each Denorm beside the baseline on a log
+// scale, since the figures span orders of magnitude: records per second one shard drains
+// (by the latency model, when the run had one), dollars per million source writes, and lag
+// p50/p99 from a source write to its derived value.
 func writePNG(r *bench.Report, w io.Writer) error {
 	var names []string
-	var wcuD, wcuB, wcuF, p50D, p50B, p99D, p99B plotter.Values
+	var rpsD, rpsB, usdD, usdB, p50D, p50B, p99D, p99B plotter.Values
 	for _, wr := range r.Workloads {
 		names = append(names, wr.Name)
-		wcuD = append(wcuD, wr.Denorm.WCU)
-		wcuB = append(wcuB, wr.Baseline.WCU)
-		wcuF = append(wcuF, wr.FloorWCU)
+		d, b := wr.Denorm.ModelRecordsPerSec, wr.Baseline.ModelRecordsPerSec
+		if r.LatencyModel == nil {
+			d, b = wr.Denorm.RecordsPerSec, wr.Baseline.RecordsPerSec
+		}
+		rpsD = append(rpsD, d)
+		rpsB = append(rpsB, b)
+		usdD = append(usdD, wr.Denorm.DollarsPerMillion)
+		usdB = append(usdB, wr.Baseline.DollarsPerMillion)
 		p50D = append(p50D, wr.Denorm.LagP50)
 		p50B = append(p50B, wr.Baseline.LagP50)
 		p99D = append(p99D, wr.Denorm.LagP99)
 		p99B = append(p99B, wr.Baseline.LagP99)
 	}
-	left, err := barPanel("Write capacity units per workload (log scale)", "WCU", names, []series{
-		{"Denorm", wcuD, colDenorm}, {"naive baseline", wcuB, colBaseline}, {"floor", wcuF, colFloor},
+	speed := "Records per second, one shard (log scale)"
+	if r.LatencyModel != nil {
+		speed = "Records per second, one shard, by the latency model (log scale)"
+	}
+	left, err := barPanel(speed, "records/s (rename: copies/s)", 1, names, []series{
+		{"Denorm", rpsD, colDenorm}, {"baseline", rpsB, colBaseline},
 	})
 	if err != nil {
 		return err
 	}
-	right, err := barPanel("Lag from write to visible copy (log scale)", "milliseconds", names, []series{
+	middle, err := barPanel("Dollars per million source writes (log scale)", "US$ (rename: per million copies)", 0.01, names, []series{
+		{"Denorm", usdD, colDenorm}, {"baseline", usdB, colBaseline},
+	})
+	if err != nil {
+		return err
+	}
+	right, err := barPanel("Lag from write to derived value (log scale)", "milliseconds", 1, names, []series{
 		{"Denorm p50", p50D, colDenorm}, {"Denorm p99", p99D, lighter(colDenorm)},
 		{"baseline p50", p50B, colBaseline}, {"baseline p99", p99B, lighter(colBaseline)},
 	})
 	if err != nil {
 		return err
 	}
-	const width, height = 16 * vg.Inch, 6 * vg.Inch
+	const width, height = 24 * vg.Inch, 6 * vg.Inch
 	img := vgimg.New(width, height)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 4,
+	tiles := draw.Tiles{Rows: 1, Cols: 3, PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 4,
 		PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2}
-	canvases := plot.Align([][]*plot.Plot{{left, right}}, tiles, dc)
+	canvases := plot.Align([][]*plot.Plot{{left, middle, right}}, tiles, dc)
 	left.Draw(canvases[0][0])
-	right.Draw(canvases[0][1])
+	middle.Draw(canvases[0][1])
+	right.Draw(canvases[0][2])
 	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(w)
 	return err
 }
@@ -68,8 +85,9 @@ type series struct {
 	color  color.Color
 }
 
-// barPanel draws grouped bars on a log scale; the value is printed above each bar.
-func barPanel(title, ylabel string, names []string, ss []series) (*plot.Plot, error) {
+// barPanel draws grouped bars on a log scale, standing on base; the value is printed above
+// each bar.
+func barPanel(title, ylabel string, base float64, names []string, ss []series) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.TextStyle.Font.Size = vg.Points(15)
@@ -79,7 +97,7 @@ func barPanel(title, ylabel string, names []string, ss []series) (*plot.Plot, er
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.X.Tick.Label.Font.Size = vg.Points(11)
-	hi := 1.0
+	hi := base
 	for _, s := range ss {
 		for _, v := range s.values {
 			hi = math.Max(hi, v)
@@ -88,13 +106,13 @@ func barPanel(title, ylabel string, names []string, ss []series) (*plot.Plot, er
 	width := vg.Points(72 / float64(len(ss)))
 	for i, s := range ss {
 		off := width * vg.Length(float64(i)-float64(len(ss)-1)/2)
-		bars := &logBars{vals: s.values, width: width, offset: off, color: s.color}
+		bars := &logBars{vals: s.values, base: base, width: width, offset: off, color: s.color}
 		p.Add(bars)
 		p.Legend.Add(s.name, bars)
 		var pts plotter.XYs
 		var labels []string
 		for j, v := range s.values {
-			pts = append(pts, plotter.XY{X: float64(j), Y: math.Max(v, 1) * 1.15})
+			pts = append(pts, plotter.XY{X: float64(j), Y: math.Max(v, base) * 1.15})
 			labels = append(labels, short(v))
 		}
 		l, err := plotter.NewLabels(plotter.XYLabels{XYs: pts, Labels: labels})
@@ -109,7 +127,7 @@ func barPanel(title, ylabel string, names []string, ss []series) (*plot.Plot, er
 		p.Add(l)
 	}
 	p.NominalX(names...)
-	p.Y.Min, p.Y.Max = 1, hi*8 // after Add, which widens the range to the bars' base; room for the legend
+	p.Y.Min, p.Y.Max = base, hi*8 // after Add, which widens the range to the bars' base; room for the legend
 	return p, nil
 }
 
@@ -121,8 +139,10 @@ func short(v float64) string {
 		return fmt.Sprintf("%.1fk", v/1000)
 	case v >= 10:
 		return fmt.Sprintf("%.0f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.1f", v)
 	}
-	return fmt.Sprintf("%.1f", v)
+	return fmt.Sprintf("%.2g", v)
 }
 
 func lighter(c color.RGBA) color.RGBA {
@@ -130,10 +150,11 @@ func lighter(c color.RGBA) color.RGBA {
 	return color.RGBA{R: mix(c.R), G: mix(c.G), B: mix(c.B), A: 0xff}
 }
 
-// logBars are bars standing on 1 (a log scale has no 0; gonum's BarChart starts at 0): a
-// value of 1 or less shows as no bar.
+// logBars are bars standing on base (a log scale has no 0; gonum's BarChart starts at 0): a
+// value of base or less shows as no bar.
 type logBars struct {
 	vals   plotter.Values
+	base   float64
 	width  vg.Length
 	offset vg.Length
 	color  color.Color
@@ -142,11 +163,11 @@ type logBars struct {
 func (b *logBars) Plot(c draw.Canvas, plt *plot.Plot) {
 	trX, trY := plt.Transforms(&c)
 	for i, v := range b.vals {
-		if v <= 1 {
+		if v <= b.base {
 			continue
 		}
 		x := trX(float64(i)) + b.offset
-		y0, y1 := trY(1), trY(v)
+		y0, y1 := trY(b.base), trY(v)
 		c.FillPolygon(b.color, c.ClipPolygonY([]vg.Point{
 			{X: x - b.width/2, Y: y0}, {X: x - b.width/2, Y: y1}, {X: x + b.width/2, Y: y1}, {X: x + b.width/2, Y: y0}}))
 	}

@@ -12,9 +12,11 @@ import (
 
 func TestWritePNG(t *testing.T) {
 	r := &bench.Report{Workloads: []bench.WorkloadResult{
-		{Name: "a", Denorm: bench.Summary{WCU: 10, LagP50: 30, LagP99: 90}, Baseline: bench.Summary{WCU: 1000, LagP50: 100, LagP99: 400}, FloorWCU: 8},
-		{Name: "b", Denorm: bench.Summary{WCU: 0.5, LagP50: 0}, Baseline: bench.Summary{WCU: 20000, LagP50: 5000, LagP99: 9000}, FloorWCU: 20000},
-	}}
+		{Name: "a", Denorm: bench.Summary{ModelRecordsPerSec: 900, DollarsPerMillion: 0.06, LagP50: 30, LagP99: 90},
+			Baseline: bench.Summary{ModelRecordsPerSec: 80, DollarsPerMillion: 2.6, LagP50: 100, LagP99: 400}},
+		{Name: "b", Denorm: bench.Summary{ModelRecordsPerSec: 0, DollarsPerMillion: 5.1, LagP50: 0},
+			Baseline: bench.Summary{ModelRecordsPerSec: 40, DollarsPerMillion: 6.7, LagP50: 5000, LagP99: 9000}},
+	}, LatencyModel: bench.DefaultLatency()}
 	if p := os.Getenv("BENCH_REPORT"); p != "" { // render a real report: BENCH_REPORT=bench.json
 		b, err := os.ReadFile(p)
 		if err != nil {
