@@ -23,6 +23,7 @@ var (
 	mirrorFields      = []string{"from", "to", "attributes"}
 	countFields       = []string{"of", "into", "attribute", "where", "onExpiry", "missingTarget", "ttl", "exactlyOnce"}
 	sumFields         = []string{"of", "into", "value", "attribute", "where", "onExpiry", "missingTarget", "ttl", "exactlyOnce"}
+	distinctFields    = []string{"of", "into", "value", "attribute", "where", "onExpiry", "missingTarget", "exactlyOnce"}
 	extremeFields     = []string{"of", "into", "value", "attribute", "where", "ttl"}
 	latestFields      = []string{"of", "into", "by", "set", "where"}
 	topFields         = []string{"of", "into", "by", "n", "attribute", "set", "entryBytes", "where"}

@@ -74,6 +74,11 @@ func (rc ruleCheck) checkAggBucket(a *Aggregate, into *entityInfo) {
 		}
 		return
 	}
+	if rc.r.Kind == KindDistinct {
+		rc.add(rc.pos("distinct.into", "distinct"), "%s's %s holds a time bucket ({%s:%s}), and distinct cannot count into a bucket yet (its reference items would outlive the bucket): count into an entity without a bucket in its keys",
+			into.e.Name, bs[0], bs[0].name, bs[0].width)
+		return
+	}
 	if a.MissingTarget != MissingCreate && !rc.r.Kind.Extreme() { // max and min create bucket items
 		what := "the default, skip,"
 		if a.MissingTarget != "" {
