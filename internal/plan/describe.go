@@ -31,7 +31,13 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		fmt.Fprintln(w, "  no image (a REMOVE without OldImage: the item was already gone): nothing to apply, counted as RecordsWithoutImage")
 		return
 	}
-	if strings.HasPrefix(p.PK, rules.RelayPrefix) {
+	if strings.HasPrefix(p.PK, rules.RelayPrefix) && strings.HasPrefix(p.SK, rules.DistinctRefPrefix) {
+		if len(p.Deltas) == 0 {
+			fmt.Fprintln(w, "  distinct reference item: the number of sources holding its value stayed above zero, or at zero: the distinct count does not move")
+			return
+		}
+		fmt.Fprintln(w, "  distinct reference item: the number of sources holding its value went from 0 to some (+1) or from some to 0 (-1)")
+	} else if strings.HasPrefix(p.PK, rules.RelayPrefix) {
 		if len(p.Deltas) == 0 {
 			fmt.Fprintln(w, "  relay item: no relay write moved its sequence number (an expiry, or a write by someone else): nothing to apply")
 			return
@@ -74,10 +80,17 @@ func (p *RecordPlan) Describe(w io.Writer) {
 				mode = "relayed: one UpdateItem of this source's relay item, guarded by the source's sequence number; the relay item's record adds it to the target's state under its relay watermark"
 			}
 		}
+		if IsDistinctRef(d.Target) {
+			mode = strings.Replace(mode, "the target's state item", "the reference item", 1)
+			mode = strings.Replace(mode, "the state item's", "the reference item's", 1)
+			mode = strings.Replace(mode, "; then the copy", "; its record moves the distinct count when the number crosses zero", 1)
+			fmt.Fprintf(w, "  %s: ADD %s %s on the reference item of value %s, %s (%s)\n", d.Rule.Name, d.Rule.Agg.Attribute, signed(d.Amount), value.Brief(d.Value), d.Target, mode)
+			continue
+		}
 		fmt.Fprintf(w, "  %s: ADD %s %s on %s (%s)\n", d.Rule.Name, d.Rule.Agg.Attribute, signed(d.Amount), d.Target, mode)
 	}
 	for _, f := range p.Refreshes {
-		fmt.Fprintf(w, "  %s is a count or sum target the application wrote: read its state item (one consistent GetItem) and put back the copy if it differs, on condition that %s is not above the state's version\n", f.Target, rules.CopyVersionAttr)
+		fmt.Fprintf(w, "  %s is a count, sum or distinct target the application wrote: read its state item (one consistent GetItem) and put back the copy if it differs, on condition that %s is not above the state's version\n", f.Target, rules.CopyVersionAttr)
 	}
 	for _, wr := range p.Writes {
 		switch {

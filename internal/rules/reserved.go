@@ -21,6 +21,13 @@ const (
 	// its stream record carries them to the target's state item. All relay items of one
 	// target partition share a partition, so their records come in order on one shard.
 	RelayPrefix = ReservedPrefix + "#r#"
+	// DistinctRefPrefix starts the sort key of a distinct rule's reference item, in the
+	// relay partition of its target (RelayPrefix + the target's partition key):
+	// DistinctRefPrefix + the rule's name + "#" + a digest of the value + "#" + the target's
+	// sort key (plan.DistinctRef). It holds, under the rule's attribute, how many sources
+	// of the target hold that value; its stream record moves the target's distinct count
+	// when that number goes from 0 to 1 or back.
+	DistinctRefPrefix = "d#"
 	// JobPrefix starts the partition key of fan-out job items: their stream records continue
 	// a paged fan-out.
 	JobPrefix = ReservedPrefix + "#job#"
