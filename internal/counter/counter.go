@@ -39,6 +39,9 @@ func StateKey(t plan.Key) plan.Key {
 // TargetOf is the key of the target whose state item is at k, and false when k is not a
 // state item's key.
 func TargetOf(k plan.Key) (plan.Key, bool) {
+	if plan.IsDistinctRef(k) {
+		return k, true // its own state item (StateKey)
+	}
 	pk, ok := strings.CutPrefix(k.PK, rules.StatePrefix)
 	return plan.Key{PK: pk, SK: k.SK}, ok
 }

@@ -8,12 +8,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/apply"
+	"github.com/denorm/denorm/internal/handler"
+	"github.com/denorm/denorm/internal/ops"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/rulesdiff"
 )
 
 // distinctRules count different values three ways: statuses of a site's readings (in the
@@ -173,7 +177,132 @@ func TestDistinctExactlyOnce(t *testing.T) {
 			if checked != 7 {
 				t.Fatalf("checked %d values, want 7", checked)
 			}
-			// VERIFY
+			e.verifyRules(distinctRules)
 		})
+	}
+}
+
+// useRules makes e's handler run text's rules from now on, on the same table: a deploy of
+// new rules.
+func (e *env) useRules(text string) {
+	e.t.Helper()
+	set, err := rules.ParseSet("test.yaml", []byte(text))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.set = set
+	e.h = handler.New(set, apply.New(e.api, e.table, set, apply.Options{}), handler.Options{})
+	e.inv = lambda.NewHandler(e.h.Handle)
+}
+
+// A distinct rule added to a table whose readings exist: `denorm backfill` writes the
+// reference items the sources call for (the targets' counts follow their records through
+// the processor), readings written after it are counted on top, a verify is clean; then
+// the rule is removed and `denorm cleanup` deletes its reference items and its attribute.
+func TestDistinctBackfillAndCleanup(t *testing.T) {
+	const before = `version: 1
+entities:
+  Site:    {pk: "SITE#{siteId}", sk: SITE, attributes: [name, statuses, readings]}
+  Region:  {pk: "REGION#{regionId}", sk: REGION, attributes: [name, sites, statusKinds]}
+  Reading: {pk: "SITE#{siteId}", sk: "READING#{readingId}", attributes: [status, archivedAt, regionId]}
+rules:
+  - name: site-readings
+    count: {of: Reading, into: Site, attribute: readings}
+`
+	after := strings.Replace(distinctRules, "attributes: [name, statuses]", "attributes: [name, statuses, readings]", 1) +
+		"  - name: site-readings\n    count: {of: Reading, into: Site, attribute: readings}\n"
+	e := newEnvRules(t, apply.Options{}, before)
+	e.api.failAfter = -1
+	ctx := context.Background()
+	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	put := func(item map[string]types.AttributeValue) {
+		if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reading := func(site, id, status, region string) {
+		put(map[string]types.AttributeValue{"pk": str("SITE#" + site), "sk": str("READING#" + id), "status": str(status), "regionId": str(region)})
+	}
+	put(map[string]types.AttributeValue{"pk": str("SITE#s1"), "sk": str("SITE")})
+	put(map[string]types.AttributeValue{"pk": str("SITE#s2"), "sk": str("SITE")})
+	put(map[string]types.AttributeValue{"pk": str("REGION#r1"), "sk": str("REGION")})
+	reading("s1", "a", "ok", "r1")
+	reading("s1", "b", "ok", "r1")
+	reading("s1", "c", "faulty", "r1")
+	reading("s2", "d", "ok", "r1")
+	e.drain(20, e.lambdaLike)
+
+	e.useRules(after)
+	f, err := rules.Parse("test.yaml", []byte(after))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := ops.NewEvaluatorFor(f, []string{"site-statuses", "region-sites", "region-statuses"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ops.Run(ctx, ops.Config{API: e.db, Table: e.table, Eval: ev, Repair: true, Segments: 2, PageSize: 100, Mode: "backfill"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	rep.WriteText(&b)
+	t.Logf("%s", b.String())
+	e.drain(20, e.lambdaLike) // the reference items' records
+	reading("s2", "e", "calibrated", "r1")
+	e.del("SITE#s1", "READING#c")
+	e.drain(20, e.lambdaLike)
+	e.drain(20, e.lambdaLike)
+	want := map[[2]string]int{{"SITE#s1", "statuses"}: 1, {"SITE#s2", "statuses"}: 2, {"REGION#r1", "sites"}: 2, {"REGION#r1", "statusKinds"}: 2}
+	for k, w := range want {
+		sk := "SITE"
+		if strings.HasPrefix(k[0], "REGION#") {
+			sk = "REGION"
+		}
+		if got := n(e.get(k[0], sk)[k[1]]); got != w {
+			t.Errorf("%s %s = %d, want %d", k[0], k[1], got, w)
+		}
+	}
+	e.verifyRules(after)
+
+	old, err := rules.ParseSet("test.yaml", []byte(after))
+	if err != nil {
+		t.Fatal(err)
+	}
+	beforeFile, err := rules.Parse("test.yaml", []byte(before))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := rulesdiff.Compare(f, beforeFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cls := d.Cleanups()
+	if len(cls) != 3 || !cls[0].Refs {
+		t.Fatalf("cleanups %+v, want the three distinct rules' with their reference items", cls)
+	}
+	newSet, err := rules.ParseSet("test.yaml", []byte(before))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.useRules(before)
+	crep, err := ops.Cleanup(ctx, ops.CleanupConfig{API: e.db, Table: e.table, Old: old, New: newSet, Cleanups: cls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if crep.Left != 0 {
+		t.Errorf("cleanup left %d", crep.Left)
+	}
+	e.drain(20, e.lambdaLike)
+	for _, it := range e.scan() {
+		pk, sk := s(it["pk"]), s(it["sk"])
+		if strings.HasPrefix(pk, rules.RelayPrefix) && strings.HasPrefix(sk, rules.DistinctRefPrefix) {
+			t.Errorf("reference item %s %s left after the cleanup", pk, sk)
+		}
+		for _, a := range []string{"statuses", "sites", "statusKinds"} {
+			if it[a] != nil {
+				t.Errorf("%s %s still holds %s", pk, sk, a)
+			}
+		}
 	}
 }

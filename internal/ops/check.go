@@ -97,6 +97,19 @@ func (c Checked) Differing() []Drift {
 // and marks it seen.
 func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) Checked {
 	var out Checked
+	if i, ref, ok := w.refRule(item, which); ok {
+		// A distinct rule's reference item: a counter that is its own state item.
+		r := w.ev.rules[i].r
+		seen[i][ref] = true
+		out.Rules = append(out.Rules, i)
+		total := exp.Totals[i][ref]
+		d := Drift{Rule: i, Kind: Differs, Key: ref, Got: item, Total: total}
+		if a, drift := counterDiff(r, item, total); drift {
+			d.Attrs = []AttrDiff{a}
+		}
+		out.Counters = append(out.Counters, d)
+		return out
+	}
 	name := w.entity(item)
 	if name == "" {
 		return out
@@ -150,6 +163,14 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 				d.Attrs = []AttrDiff{a}
 			}
 			out.Counters = append(out.Counters, d)
+		case rules.KindDistinct:
+			// The target shows the number of its values. Its state is moved by its
+			// reference items' records only, so a repair writes those (above), and the
+			// target is reported here; a repair copies the state when it holds the number.
+			total := exp.DistinctTotal(i, key)
+			if a, drift := counterDiff(r, item, total); drift {
+				out.Drifts = append(out.Drifts, Drift{Rule: i, Kind: Differs, Key: key, Got: item, Total: total, Attrs: []AttrDiff{a}})
+			}
 		case rules.KindMax, rules.KindMin:
 			seen[i][key] = true
 			if w.ev.expiredBucket(r, key) {
@@ -222,6 +243,15 @@ func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen) ([]Drift, Mi
 			for k, want := range exp.Mirrors[i] {
 				if !seen[i][k] {
 					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Source: want.Source, HasSource: true, Want: want.Item})
+				}
+			}
+		case rules.KindDistinct:
+			// A reference item that should hold a number and is not there; a missing
+			// target is never created (its INSERT gets the copy of its state).
+			for k, total := range exp.Totals[i] {
+				if !seen[i][k] && !total.IsZero() {
+					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Total: total,
+						Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: numberAV(total)}}})
 				}
 			}
 		case rules.KindCount, rules.KindSum:

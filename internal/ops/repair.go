@@ -52,6 +52,8 @@ func (rp *repairer) repair(ctx context.Context, d *Drift) (Outcome, error) {
 		return rp.mirror(ctx, d)
 	case rules.KindCount, rules.KindSum:
 		return Failed, errors.New("counts and sums are decided per target (runner.counters), not repaired one by one")
+	case rules.KindDistinct:
+		return rp.distinct(ctx, d)
 	case rules.KindMax, rules.KindMin:
 		return rp.extreme(ctx, d)
 	case rules.KindLatest:

@@ -37,6 +37,13 @@ func fields(r *rules.CompiledRule) []field {
 			field{"missingTarget", orDefault(a.MissingTarget, rules.MissingSkip)},
 			field{"exactlyOnce", exactlyOnce(r)},
 			field{"ttl", ttl(r)})
+	case rules.KindDistinct:
+		a := r.Agg
+		return []field{{"of", a.Of}, {"into", a.Into}, {"attribute", a.Attribute}, {"value", a.Value},
+			{"where", where(a.Where)},
+			{"onExpiry", orDefault(a.OnExpiry, rules.OnExpiryRemove)},
+			{"missingTarget", orDefault(a.MissingTarget, rules.MissingSkip)},
+			{"exactlyOnce", exactlyOnce(r)}}
 	case rules.KindMax, rules.KindMin:
 		a := r.Agg
 		return []field{{"of", a.Of}, {"into", a.Into}, {"attribute", a.Attribute}, {"value", a.Value},
