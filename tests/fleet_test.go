@@ -25,7 +25,9 @@ func TestFleetWhereTests(t *testing.T) {
 	for d := range 4 {
 		scripts = append(scripts, script{r.put("device", item{"pk": str(fmt.Sprintf("DEVICE#d%d", d)), "sk": str("METADATA"), "name": str("boiler")})})
 	}
-	site := func(n int) item { return item{"pk": str(fmt.Sprintf("SITE#s%d", n)), "sk": str("METADATA"), "name": str("plant")} }
+	site := func(n int) item {
+		return item{"pk": str(fmt.Sprintf("SITE#s%d", n)), "sk": str("METADATA"), "name": str("plant")}
+	}
 	scripts = append(scripts, script{r.put("site", site(0)), r.put("site", site(1))})
 	r.run(scripts...)
 	rng := rand.New(rand.NewPCG(35, 1))

@@ -196,9 +196,11 @@ func (e *env) useRules(text string) {
 }
 
 // A distinct rule added to a table whose readings exist: `denorm backfill` writes the
-// reference items the sources call for (the targets' counts follow their records through
-// the processor), readings written after it are counted on top, a verify is clean; then
-// the rule is removed and `denorm cleanup` deletes its reference items and its attribute.
+// reference items the sources call for and each target's state in one transaction, and
+// copies it (the targets are right before the processor reads anything, which then leaves
+// the backfill's records of the reference items alone); readings written after it are
+// counted on top, a verify is clean; then the rule is removed and `denorm cleanup` deletes
+// its reference items and its attribute.
 func TestDistinctBackfillAndCleanup(t *testing.T) {
 	const before = `version: 1
 entities:
@@ -248,21 +250,27 @@ rules:
 	var b strings.Builder
 	rep.WriteText(&b)
 	t.Logf("%s", b.String())
-	e.drain(20, e.lambdaLike) // the reference items' records
+	check := func(when string, want map[[2]string]int) {
+		t.Helper()
+		for k, w := range want {
+			sk := "SITE"
+			if strings.HasPrefix(k[0], "REGION#") {
+				sk = "REGION"
+			}
+			if got := n(e.get(k[0], sk)[k[1]]); got != w {
+				t.Errorf("%s: %s %s = %d, want %d", when, k[0], k[1], got, w)
+			}
+		}
+	}
+	backfilled := map[[2]string]int{{"SITE#s1", "statuses"}: 2, {"SITE#s2", "statuses"}: 1, {"REGION#r1", "sites"}: 2, {"REGION#r1", "statusKinds"}: 2}
+	check("after the backfill", backfilled)
+	e.drain(20, e.lambdaLike) // the reference items' records: the backfill's, left alone
+	check("after the backfill's records", backfilled)
 	reading("s2", "e", "calibrated", "r1")
 	e.del("SITE#s1", "READING#c")
 	e.drain(20, e.lambdaLike)
 	e.drain(20, e.lambdaLike)
-	want := map[[2]string]int{{"SITE#s1", "statuses"}: 1, {"SITE#s2", "statuses"}: 2, {"REGION#r1", "sites"}: 2, {"REGION#r1", "statusKinds"}: 2}
-	for k, w := range want {
-		sk := "SITE"
-		if strings.HasPrefix(k[0], "REGION#") {
-			sk = "REGION"
-		}
-		if got := n(e.get(k[0], sk)[k[1]]); got != w {
-			t.Errorf("%s %s = %d, want %d", k[0], k[1], got, w)
-		}
-	}
+	check("after more writes", map[[2]string]int{{"SITE#s1", "statuses"}: 1, {"SITE#s2", "statuses"}: 2, {"REGION#r1", "sites"}: 2, {"REGION#r1", "statusKinds"}: 2})
 	e.verifyRules(after)
 
 	old, err := rules.ParseSet("test.yaml", []byte(after))

@@ -78,19 +78,26 @@ type Checked struct {
 	// copy differs from the scan's total (Attrs set) or not: a repair decides every one
 	// from the target's state (runner.counters), a verify reports those that differ.
 	Counters []Drift
-	Problems []Problem
+	// Distinct has one entry per distinct rule the item is a target of (Attrs set when
+	// its copy differs from the number of its values), and Refs one per reference item
+	// whose number differs from the scan's: a repair decides each target with its
+	// reference items (runner.decideDistinct), a verify reports those that differ.
+	Distinct, Refs []Drift
+	Problems       []Problem
 }
 
 // Differing returns the drifts of c, with the counters whose copy differs from the scan's
 // total: what a verify reports.
 func (c Checked) Differing() []Drift {
 	out := c.Drifts
-	for _, d := range c.Counters {
-		if len(d.Attrs) > 0 {
-			out = append(out, d)
+	for _, ds := range [][]Drift{c.Counters, c.Distinct} {
+		for _, d := range ds {
+			if len(d.Attrs) > 0 {
+				out = append(out, d)
+			}
 		}
 	}
-	return out
+	return append(out, c.Refs...)
 }
 
 // Check compares item, as a target of the rules in which, with what the sources expect,
@@ -98,16 +105,12 @@ func (c Checked) Differing() []Drift {
 func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) Checked {
 	var out Checked
 	if i, ref, ok := w.refRule(item, which); ok {
-		// A distinct rule's reference item: a counter that is its own state item.
-		r := w.ev.rules[i].r
-		seen[i][ref] = true
+		// A distinct rule's reference item: how many sources hold its value.
 		out.Rules = append(out.Rules, i)
 		total := exp.Totals[i][ref]
-		d := Drift{Rule: i, Kind: Differs, Key: ref, Got: item, Total: total}
-		if a, drift := counterDiff(r, item, total); drift {
-			d.Attrs = []AttrDiff{a}
+		if a, drift := counterDiff(w.ev.rules[i].r, item, total); drift {
+			out.Refs = append(out.Refs, Drift{Rule: i, Kind: Differs, Key: ref, Got: item, Total: total, Attrs: []AttrDiff{a}})
 		}
-		out.Counters = append(out.Counters, d)
 		return out
 	}
 	name := w.entity(item)
@@ -164,13 +167,13 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 			}
 			out.Counters = append(out.Counters, d)
 		case rules.KindDistinct:
-			// The target shows the number of its values. Its state is moved by its
-			// reference items' records only, so a repair writes those (above), and the
-			// target is reported here; a repair copies the state when it holds the number.
+			seen[i][key] = true
 			total := exp.DistinctTotal(i, key)
+			d := Drift{Rule: i, Kind: Differs, Key: key, Got: item, Total: total}
 			if a, drift := counterDiff(r, item, total); drift {
-				out.Drifts = append(out.Drifts, Drift{Rule: i, Kind: Differs, Key: key, Got: item, Total: total, Attrs: []AttrDiff{a}})
+				d.Attrs = []AttrDiff{a}
 			}
+			out.Distinct = append(out.Distinct, d)
 		case rules.KindMax, rules.KindMin:
 			seen[i][key] = true
 			if w.ev.expiredBucket(r, key) {
@@ -246,12 +249,11 @@ func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen) ([]Drift, Mi
 				}
 			}
 		case rules.KindDistinct:
-			// A reference item that should hold a number and is not there; a missing
-			// target is never created (its INSERT gets the copy of its state).
-			for k, total := range exp.Totals[i] {
-				if !seen[i][k] && !total.IsZero() {
-					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Total: total,
-						Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: numberAV(total)}}})
+			// A target that does not exist is never created, and, as for a count that
+			// skips missing targets, a repair leaves its state alone.
+			for _, t := range exp.distinctTargets(i) {
+				if !seen[i][t] {
+					skipped[i]++
 				}
 			}
 		case rules.KindCount, rules.KindSum:

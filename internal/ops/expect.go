@@ -42,7 +42,7 @@ type Expected struct {
 	kinds []rules.Kind // per rule, for merging extremes
 	ns    []int        // per rule, for merging top lists
 	// distinct is worked out from Totals once the sources pass is over (DistinctTotal).
-	distinct distinctTotals
+	distinct distinctIndex
 }
 
 // LatestWant is the source a latest target copies: its by value, key and attributes.

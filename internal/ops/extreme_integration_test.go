@@ -11,9 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/denorm/denorm/internal/ops"
 	"github.com/denorm/denorm/internal/ops/opstest"
-	"github.com/denorm/denorm/internal/rules"
 )
 
 func sv(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
@@ -39,13 +37,15 @@ func TestVerifyAndRepairExtremes(t *testing.T) {
 		// offers of a product that does not exist: nothing to check or create.
 		{"pk": sv("SELLER#s3"), "sk": sv("OFFER#o4"), "gsi1pk": sv("PRODUCT#gone"), "gsi1sk": sv("OFFER#o4"), "price": nv("5"), "active": &types.AttributeValueMemberBOOL{Value: true}},
 	}
-	fx := extremesOnly(t, newFixtureOf(t, "../rules/testdata/valid/extremes.yaml", items))
+	fx := newFixtureOf(t, "../rules/testdata/valid/extremes.yaml", items)
 	cfg := fx.config(false)
 	cfg.Mode = "verify"
 	rep := fx.run(cfg)
 	// product x's latest offer is o3: listed the same day as o1, its key is greater.
 	// p1's recentComments are missing: the visible comments c and a.
-	want := map[string]int{"post-last-comment": 2, "post-first-comment": 1, "product-cheapest": 1, "product-latest-offer": 1, "post-recent-comments": 1}
+	// x's sellerCount is missing: sellers s1 and s2 have active offers (o2 is inactive).
+	want := map[string]int{"post-last-comment": 2, "post-first-comment": 1, "product-cheapest": 1, "product-latest-offer": 1, "post-recent-comments": 1,
+		"product-sellers": 1}
 	if got := drift(rep); !reflect.DeepEqual(got, want) {
 		t.Errorf("drift %v, want %v", got, want)
 	}
@@ -76,6 +76,9 @@ func TestVerifyAndRepairExtremes(t *testing.T) {
 	if it := get("PRODUCT#x", "PRODUCT"); !reflect.DeepEqual(it["latestPrice"], nv("20")) || !reflect.DeepEqual(it["latestOfferActive"], &types.AttributeValueMemberBOOL{Value: true}) {
 		t.Errorf("latest offer of x: %v %v, want o3's 20 and true", it["latestPrice"], it["latestOfferActive"])
 	}
+	if v, _ := get("PRODUCT#x", "PRODUCT")["sellerCount"].(*types.AttributeValueMemberN); v == nil || v.Value != "2" {
+		t.Errorf("sellerCount of x: %v, want 2", v)
+	}
 	if v, _ := get("PRODUCT#x", "PRODUCT")["cheapestPrice"].(*types.AttributeValueMemberN); v == nil || v.Value != "20" {
 		t.Errorf("cheapestPrice of x: %v, want 20 (DynamoDB normalizes 20.0)", v)
 	}
@@ -99,7 +102,7 @@ func TestVerifyAndRepairBucketExtremes(t *testing.T) {
 		{"pk": sv("POST#p9"), "sk": sv(day(0)), "lastCommentAt": sv(at(0, 7))}, // wrong: c is at 9
 		// yesterday's item is missing: a and b create it
 	}
-	fx := extremesOnly(t, newFixtureOf(t, "../rules/testdata/valid/extremes.yaml", items))
+	fx := newFixtureOf(t, "../rules/testdata/valid/extremes.yaml", items)
 	cfg := fx.config(false)
 	cfg.Mode = "verify"
 	if got := drift(fx.run(cfg)); !reflect.DeepEqual(got, map[string]int{"post-day-last-comment": 2}) {
@@ -115,26 +118,6 @@ func TestVerifyAndRepairBucketExtremes(t *testing.T) {
 	if !reflect.DeepEqual(out.Item["lastCommentAt"], sv(at(1, 10))) || !reflect.DeepEqual(out.Item["ttl"], nv(wantTTL)) {
 		t.Errorf("created day item %v, want lastCommentAt %s and ttl %s", out.Item, at(1, 10), wantTTL)
 	}
-}
-
-// extremesOnly makes fx check the example's max, min, latest and top rules only (its
-// distinct rule's targets follow the stream, which no processor reads here).
-func extremesOnly(t *testing.T, fx *fixture) *fixture {
-	t.Helper()
-	f, err := rules.Load("../rules/testdata/valid/extremes.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, r := range f.Rules {
-		if r.Kind.Extreme() {
-			names = append(names, r.Name)
-		}
-	}
-	if fx.ev, err = ops.NewEvaluatorFor(f, names); err != nil {
-		t.Fatal(err)
-	}
-	return fx
 }
 
 // repairThenClean runs verify --repair, then a verify that must be clean.

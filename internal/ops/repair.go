@@ -53,7 +53,7 @@ func (rp *repairer) repair(ctx context.Context, d *Drift) (Outcome, error) {
 	case rules.KindCount, rules.KindSum:
 		return Failed, errors.New("counts and sums are decided per target (runner.counters), not repaired one by one")
 	case rules.KindDistinct:
-		return rp.distinct(ctx, d)
+		return Failed, errors.New("distinct targets are decided with their reference items (runner.decideDistinct), not repaired one by one")
 	case rules.KindMax, rules.KindMin:
 		return rp.extreme(ctx, d)
 	case rules.KindLatest:

@@ -134,6 +134,9 @@ func (p *Planner) distinctRef(c *record.Change, rp RecordPlan) RecordPlan {
 	if !ok || r == nil || r.Kind != rules.KindDistinct {
 		return rp // a rule removed since: `denorm cleanup` deletes its items
 	}
+	if !value.Equal(c.Old[rules.RefRepairAttr], c.New[rules.RefRepairAttr]) {
+		return rp // a repair's write: it set the target's state with it, in one transaction
+	}
 	held := func(item record.Item) int64 {
 		if item != nil && value.NumberOf(item[r.Agg.Attribute]).Sign() > 0 {
 			return 1

@@ -67,6 +67,11 @@ const (
 	RelayWatermarkAttr = ReservedPrefix + "_wr"
 )
 
+// RefRepairAttr, on a distinct rule's reference item, rises by one with every write of it
+// by `denorm backfill` or a repair, which sets the target's state in the same
+// transaction: the stream processor leaves such a write's record alone.
+const RefRepairAttr = ReservedPrefix + "_rp"
+
 // CopyVersionAttr is the one attribute counts and sums add to the application's target
 // item: the state version its aggregate attributes were copied from. A copy is written on
 // condition that the item's is absent or not above it, so it never goes backwards.

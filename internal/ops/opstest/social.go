@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/rules"
 )
 
@@ -132,6 +133,7 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 	postDays := map[[2]string]int{} // post-daily-comments: POST#p, DAY#<UTC day>
 	var dayOrder [][2]string
 	groupMembers := map[int]int{}
+	groupRoles := map[int]map[string]int{} // group -> role -> members holding it
 	for u := 0; u < sc.Users; u++ {
 		if !userGone(u) {
 			d.put(Item{"pk": s("USER#" + id("u", u)), "sk": s("PROFILE"), "name": s(userName(u)), "avatar": s(avatar(u)),
@@ -226,6 +228,10 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 			}
 			d.put(mb)
 			groupMembers[g]++
+			if groupRoles[g] == nil {
+				groupRoles[g] = map[string]int{}
+			}
+			groupRoles[g][role]++
 		}
 		d.put(ms)
 	}
@@ -295,8 +301,14 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 		}
 		for g := 0; g < sc.Groups; g++ {
 			if it := d.Get("GROUP#"+id("g", g), "METADATA"); it != nil && groupMembers[g] > 0 {
-				it["memberCount"] = n(groupMembers[g])
-				d.put(StateOf(it, 1+g%2, []string{"memberCount"}, rules.WatermarkAttr, n(400+g)))
+				// group-role-count: a reference item per role its members hold, in the
+				// group's relay partition, and the number of roles beside the members.
+				for role, k := range groupRoles[g] {
+					ref := plan.DistinctRef(plan.Key{PK: str(it["pk"]), SK: "METADATA"}, "group-role-count", "S"+role)
+					d.put(Item{"pk": s(ref.PK), "sk": s(ref.SK), "roleCount": n(k), rules.StateVersionAttr: n(k), rules.RelayWatermarkAttr: n(500 + g)})
+				}
+				it["memberCount"], it["roleCount"] = n(groupMembers[g]), n(len(groupRoles[g]))
+				d.put(StateOf(it, 1+g%2, []string{"memberCount", "roleCount"}, rules.WatermarkAttr, n(400+g)))
 			}
 		}
 		// The stream processor's own items: markers and a finished job; no rule reads them.
@@ -332,7 +344,7 @@ type Corruption struct {
 	Counters map[[2]string][]string
 }
 
-// counters are the count and sum rules of rules/social.yaml: the prefixes of their
+// counters are the count, sum and distinct rules of rules/social.yaml: the prefixes of their
 // targets' keys and their attributes.
 var counters = []struct{ rule, pk, sk, attr string }{
 	{"post-comment-count", "POST#", "METADATA", "commentCount"},
@@ -343,6 +355,7 @@ var counters = []struct{ rule, pk, sk, attr string }{
 	{"user-comment-count", "USER#", "PROFILE", "commentCount"},
 	{"global-post-count", "STATS#", "STATS", "postCount"},
 	{"post-daily-comments", "POST#", "DAY#", "commentCount"},
+	{"group-role-count", "GROUP#", "METADATA", "roleCount"},
 }
 
 // Counters returns the count and sum targets holding a value other than 0, each with
