@@ -61,16 +61,6 @@ func IsDistinctRef(k Key) bool {
 	return ok
 }
 
-// DistinctValue is the DistinctKey of the value source item gives distinct rule r (its
-// value attribute, or the text of a key variable "{name}"); false when it has none.
-func DistinctValue(r *rules.CompiledRule, item record.Item) (string, bool) {
-	v, ok := r.SourceValue(item, r.Agg.Value)
-	if !ok {
-		return "", false
-	}
-	return value.DistinctKey(v)
-}
-
 // distinct emits step 1: -1 to the reference item of the value the item held, +1 to the
 // one of the value it holds, when it entered, left, moved or changed its value.
 func (e *eval) distinct(r *rules.CompiledRule, wasSrc, isSrc bool) error {
