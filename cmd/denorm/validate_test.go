@@ -84,7 +84,7 @@ rules:
 			badBuckets + `:23:32: rule "daily-comments": PostDay's sk "DAY#{createdAt:day}" buckets {createdAt}, the time of each Comment, which Comment does not have: did you mean {created}?`,
 			badBuckets + `:23:71: rule "daily-comments": ttl is written to the table's TTL attribute, and the table has none: add ttlAttribute: ttl under table`,
 			badBuckets + `:25:31: rule "last-text": PostDay's sk "DAY#{createdAt:day}" holds a time bucket ({createdAt:day}): a bucket item stands for every source of its day`,
-			badBuckets + `:27:33: rule "day-newest-text": latest into a time bucket (PostDay's sk "DAY#{createdAt:day}") is not supported yet`,
+			badBuckets + `:27:13: rule "day-newest-text": rule "daily-comments" (line 22) gives PostDay ttl 90d and this rule no ttl`,
 			badBuckets + `:29:83: rule "post-last-comment": ttl counts from the end of the target's time bucket, and Post's keys hold none`,
 		}, false},
 		// An unclosed '[' is reported where it opens (line 4), not where YAML gave up.

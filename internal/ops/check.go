@@ -186,6 +186,9 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 			}
 		case rules.KindLatest:
 			seen[i][key] = true
+			if w.ev.expiredBucket(r, key) {
+				continue // DynamoDB's TTL deletes it
+			}
 			want, ok := exp.Latest[i][key]
 			var attrs []AttrDiff
 			for _, t := range r.Agg.SetOrder {
@@ -206,6 +209,9 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 			}
 		case rules.KindTop:
 			seen[i][key] = true
+			if w.ev.expiredBucket(r, key) {
+				continue // DynamoDB's TTL deletes it
+			}
 			attr := r.Agg.Attribute
 			got, ok := value.DecodeTop(r, item[attr])
 			if want := exp.Tops[i][key]; !ok || !value.SameTop(got, want) {
@@ -277,8 +283,28 @@ func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen) ([]Drift, Mi
 					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: want}}})
 				}
 			}
-		case rules.KindLatest, rules.KindTop:
-			// A missing target is never created: its INSERT recomputes it from its sources.
+		case rules.KindLatest:
+			if !r.CreatesBuckets() {
+				continue // a missing target is never created: its INSERT recomputes it
+			}
+			for k, want := range exp.Latest[i] {
+				if !seen[i][k] && !ev.expiredBucket(r, k) {
+					var attrs []AttrDiff
+					for _, a := range want.Set {
+						attrs = append(attrs, AttrDiff{Name: a.Name, Want: a.Value})
+					}
+					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Attrs: attrs})
+				}
+			}
+		case rules.KindTop:
+			if !r.CreatesBuckets() {
+				continue // a missing target is never created: its INSERT recomputes it
+			}
+			for k, want := range exp.Tops[i] {
+				if !seen[i][k] && !ev.expiredBucket(r, k) && len(want) > 0 {
+					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: value.TopList(want)}}})
+				}
+			}
 		}
 	}
 	sort.Slice(out, func(a, b int) bool {

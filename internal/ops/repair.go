@@ -306,7 +306,11 @@ func (rp *repairer) top(ctx context.Context, d *Drift) (Outcome, error) {
 	if err != nil {
 		return Failed, err
 	}
-	e, err := apply.TopWrite(rp.db.spec.PartitionKey, rp.w.ev.rules[d.Rule].r, d.Got, next)
+	r := rp.w.ev.rules[d.Rule].r
+	if d.Got == nil && len(next) == 0 {
+		return Resolved, nil // a bucket item no source creates
+	}
+	e, err := apply.TopWrite(rp.db.spec, r, d.Key, d.Got, next)
 	if err != nil {
 		return Failed, err
 	}
@@ -322,7 +326,10 @@ func (rp *repairer) latest(ctx context.Context, d *Drift) (Outcome, error) {
 	if err != nil {
 		return Failed, err
 	}
-	e, err := apply.LatestWrite(rp.db.spec.PartitionKey, r, d.Got, best)
+	if d.Got == nil && best == nil {
+		return Resolved, nil // a bucket item no source creates
+	}
+	e, err := apply.LatestWrite(rp.db.spec, r, d.Key, d.Got, best)
 	if err != nil {
 		return Failed, err
 	}

@@ -147,15 +147,8 @@ func describeExtreme(w io.Writer, x Extreme) {
 	recompute := fmt.Sprintf("recompute the %s of %s over the %ss it finds (%s, every page, projecting only what the rule reads) and write it on condition that %s is still as read (REMOVE when none is left)",
 		r.Kind, r.Agg.Value, r.Source.Name, query, attr)
 	if x.Raise != nil {
-		create := ""
-		if r.CreatesBuckets() {
-			create = ", creating the bucket item if it does not exist"
-			if r.TTL > 0 {
-				create += fmt.Sprintf(" (with its expiry, %s after its bucket ends)", r.Agg.TTL)
-			}
-		}
 		fmt.Fprintf(w, "  %s: SET %s = %s on %s if it is absent or %s%s (one conditional UpdateItem; idempotent, a refusal is normal)\n",
-			r.Name, attr, value.Brief(x.Raise), x.Target, than, create)
+			r.Name, attr, value.Brief(x.Raise), x.Target, than, creates(r))
 	}
 	if x.Recheck != nil {
 		fmt.Fprintf(w, "  %s: %s left %s: read %s (one consistent GetItem); if it is not %s than %s, it may have been the %s: %s\n",
@@ -208,6 +201,19 @@ func attrList(item map[string]types.AttributeValue) string {
 	return strings.Join(parts, ", ")
 }
 
+// creates says that a raise of r creates its bucket item, with its expiry ("" when r does
+// not create its targets).
+func creates(r *rules.CompiledRule) string {
+	if !r.CreatesBuckets() {
+		return ""
+	}
+	s := ", creating the bucket item if it does not exist"
+	if r.TTL > 0 {
+		s += fmt.Sprintf(" (with its expiry, %s after its bucket ends)", r.Agg.TTL)
+	}
+	return s
+}
+
 // describeLatest is describeExtreme for latest: the order is (by, source key).
 func describeLatest(w io.Writer, x Extreme) {
 	r := x.Rule
@@ -215,8 +221,8 @@ func describeLatest(w io.Writer, x Extreme) {
 	recompute := fmt.Sprintf("recompute: find the %s greatest by %s, then by key (%s, every page) and copy its %s, on condition that %s and %s are still as read (REMOVE them when none is left)",
 		r.Source.Name, r.Agg.By, query, strings.Join(r.Agg.SetOrder, ", "), r.LatestBy, r.LatestKey)
 	if x.Raise != nil {
-		fmt.Fprintf(w, "  %s: %s on %s, %s = %s, %s = %q, if %s is absent or less, or equal with a key not greater (one conditional UpdateItem; idempotent, a refusal is normal)\n",
-			r.Name, setRemove(x.Set, x.Remove), x.Target, r.LatestBy, value.Brief(x.Raise), r.LatestKey, x.Key, r.LatestBy)
+		fmt.Fprintf(w, "  %s: %s on %s, %s = %s, %s = %q, if %s is absent or less, or equal with a key not greater%s (one conditional UpdateItem; idempotent, a refusal is normal)\n",
+			r.Name, setRemove(x.Set, x.Remove), x.Target, r.LatestBy, value.Brief(x.Raise), r.LatestKey, x.Key, r.LatestBy, creates(r))
 	}
 	if x.Recheck != nil {
 		fmt.Fprintf(w, "  %s: %s of %q left %s: read %s and %s (one consistent GetItem); if they are not after it, it may have been the latest: %s\n",
@@ -244,7 +250,7 @@ func describeTop(w io.Writer, x Extreme) {
 	r := x.Rule
 	a := r.Agg
 	read := fmt.Sprintf("read %s and %s of %s (one consistent GetItem)", a.Attribute, r.ExtremeVersion, x.Target)
-	write := fmt.Sprintf("write the list and %s + 1 on condition that %s is still as read (one UpdateItem; none when the list is unchanged)", r.ExtremeVersion, r.ExtremeVersion)
+	write := fmt.Sprintf("write the list and %s + 1 on condition that %s is still as read%s (one UpdateItem; none when the list is unchanged)", r.ExtremeVersion, r.ExtremeVersion, creates(r))
 	refill := fmt.Sprintf("refill it from %s (every page): the %d greatest %ss by %s, then by key", sourcesQuery(x), a.N, r.Source.Name, a.By)
 	if x.Raise != nil {
 		fmt.Fprintf(w, "  %s: %s; put the entry {%s} in place of %q's, keeping the %d greatest by %s, then by key; if the list held %d and this listed entry fell, %s; %s\n",

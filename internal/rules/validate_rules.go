@@ -357,9 +357,7 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 	if rc.r.Kind.Extreme() {
 		rc.checkExtreme(a, of, into)
 	}
-	if !rc.r.Kind.Extreme() || rc.r.Kind == KindMax || rc.r.Kind == KindMin {
-		rc.checkAggBucket(a, into)
-	}
+	rc.checkAggBucket(a, into)
 	spec := rc.v.f.Table
 	pksk := []string{spec.PartitionKey, spec.SortKey}
 	// The variables that pick the target are watched: changing them moves the item from one
