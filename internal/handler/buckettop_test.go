@@ -67,7 +67,9 @@ func (e *env) checkBucketTops() {
 			sort.Slice(cs, func(i, j int) bool { return cs[i].at > cs[j].at || (cs[i].at == cs[j].at && cs[i].sk > cs[j].sk) })
 			newestLikes, newestID = strconv.Itoa(cs[0].likes), strings.TrimPrefix(cs[0].sk, "COMMENT#")
 		}
-		sort.Slice(cs, func(i, j int) bool { return cs[i].likes > cs[j].likes || (cs[i].likes == cs[j].likes && cs[i].sk > cs[j].sk) })
+		sort.Slice(cs, func(i, j int) bool {
+			return cs[i].likes > cs[j].likes || (cs[i].likes == cs[j].likes && cs[i].sk > cs[j].sk)
+		})
 		var hottest []string
 		for _, c := range cs[:min(3, len(cs))] {
 			hottest = append(hottest, c.sk)
