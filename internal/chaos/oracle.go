@@ -63,6 +63,9 @@ var ruleWritten = map[Kind][]string{
 // day items that only Denorm writes (expectDays). A post without userId counts into no user
 // and has no mirror.
 //
+// folder-daily-files (expectFolderDays) is the top list of each folder's day bucket, with its
+// ttl, over the live files of that day.
+//
 // A distinct (group-role-count) is the number of different roles among the group's live
 // memberships, whatever the order of their writes.
 //
@@ -105,6 +108,7 @@ func (o *oracle) expectAll() {
 	o.expectGlobal()
 	o.expectDays()
 	o.expectTop()
+	o.expectFolderDays()
 }
 
 func (o *oracle) expect() {

@@ -250,13 +250,16 @@ type expectJSON struct {
 	Extremes map[string][]copyJSON `json:"extremes,omitempty"`
 	// Latest hold each latest source as {"by": value, "key": key, "set": {attr: value}}.
 	Latest map[string][]copyJSON `json:"latest,omitempty"`
+	// Tops hold each top list as {"l": the list as stored}.
+	Tops map[string][]copyJSON `json:"tops,omitempty"`
 }
 
 func kj(k plan.Key) keyJSON     { return keyJSON{k.PK, k.SK} }
 func (k keyJSON) key() plan.Key { return plan.Key{PK: k[0], SK: k[1]} }
 
 func encodeExpected(ev *Evaluator, e *Expected) *expectJSON {
-	out := &expectJSON{Copies: map[string][]copyJSON{}, Mirrors: map[string][]mirrorJSON{}, Totals: map[string][]totalJSON{}, Extremes: map[string][]copyJSON{}, Latest: map[string][]copyJSON{}}
+	out := &expectJSON{Copies: map[string][]copyJSON{}, Mirrors: map[string][]mirrorJSON{}, Totals: map[string][]totalJSON{}, Extremes: map[string][]copyJSON{}, Latest: map[string][]copyJSON{},
+		Tops: map[string][]copyJSON{}}
 	for i, rs := range ev.rules {
 		name := rs.r.Name
 		for k, v := range e.Copies[i] {
@@ -278,6 +281,9 @@ func encodeExpected(ev *Evaluator, e *Expected) *expectJSON {
 			}
 			out.Latest[name] = append(out.Latest[name], copyJSON{Key: kj(k), Values: itemJSON(record.Item{
 				"by": w.By, "key": &types.AttributeValueMemberS{Value: w.Key}, "set": &types.AttributeValueMemberM{Value: set}})})
+		}
+		for k, es := range e.Tops[i] {
+			out.Tops[name] = append(out.Tops[name], copyJSON{Key: kj(k), Values: itemJSON(record.Item{"l": value.TopList(es)})})
 		}
 	}
 	return out
@@ -359,6 +365,21 @@ func decodeExpected(ev *Evaluator, j *expectJSON) (*Expected, error) {
 			w.Set, w.Remove = plan.LatestValues(r, latestSource(r, set.Value))
 			if w.By != nil {
 				keepLatest(e.Latest[i], x.Key.key(), w)
+			}
+		}
+	}
+	for name, list := range j.Tops {
+		i, err := ev.index(name)
+		if err != nil || e.Tops[i] == nil {
+			return nil, fmt.Errorf("tops of %q: not a top rule", name)
+		}
+		for _, x := range list {
+			es, ok := value.DecodeTop(ev.rules[i].r, record.Item(x.Values)["l"])
+			if !ok {
+				return nil, fmt.Errorf("top list of %q at %v: not a list the rule writes", name, x.Key)
+			}
+			for _, en := range es {
+				e.Tops[i][x.Key.key()] = value.TopKeep(e.Tops[i][x.Key.key()], en, e.ns[i])
 			}
 		}
 	}

@@ -236,7 +236,8 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 		d.put(ms)
 	}
 	folderFiles, folderBytes := map[int]int{}, map[int]int{}
-	oldestUpload := map[int]string{} // folder-oldest-upload: the least uploadedAt
+	oldestUpload := map[int]string{}     // folder-oldest-upload: the least uploadedAt
+	folderDays := map[[2]string][]Item{} // folder-daily-files: a folder's day -> its files' entries
 	for f := 0; f < sc.Files; f++ {
 		fo := rng.IntN(sc.Folders)
 		size := rng.IntN(1<<20) + 1
@@ -245,6 +246,9 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 			"size": n(size), "uploadedAt": s(day)})
 		folderFiles[fo]++
 		folderBytes[fo] += size
+		dk := [2]string{"FOLDER#" + id("f", fo), "DAY#" + day}
+		folderDays[dk] = append(folderDays[dk], Item{"pk": s(dk[0]), "sk": s("FILE#" + day + "#" + id("x", f)),
+			"uploadedAt": s(day), "name": s(fmt.Sprintf("file-%d.pdf", f))})
 		if o, ok := oldestUpload[fo]; !ok || day < o {
 			oldestUpload[fo] = day
 		}
@@ -258,6 +262,19 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 		d.put(it)
 		if applied && folderFiles[f] > 0 {
 			d.put(StateOf(it, 2+f%3, []string{"fileCount", "totalBytes"}, rules.WatermarkAttr, n(900+f)))
+		}
+	}
+	if applied {
+		// A day item per folder and day with files: the 2 uploaded last (ties: the greater
+		// key), its version and its ttl.
+		for dk, es := range folderDays {
+			sort.Slice(es, func(i, j int) bool {
+				return str(es[i]["uploadedAt"]) > str(es[j]["uploadedAt"]) ||
+					str(es[i]["uploadedAt"]) == str(es[j]["uploadedAt"]) && str(es[i]["sk"]) > str(es[j]["sk"])
+			})
+			day, _ := time.Parse("2006-01-02", dk[1][len("DAY#"):])
+			d.put(Item{"pk": s(dk[0]), "sk": s(dk[1]), "recentFiles": newestFiles(es, 2), "_dnt_folder-daily-files": n(1),
+				"ttl": n(int(day.Add(24*time.Hour + dayTTL).Unix()))})
 		}
 	}
 	if applied {
@@ -317,6 +334,15 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 		}
 	}
 	return d
+}
+
+// newestFiles is the top list of es, sorted already: its first n.
+func newestFiles(es []Item, n int) types.AttributeValue {
+	l := &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+	for _, e := range es[:min(n, len(es))] {
+		l.Value = append(l.Value, &types.AttributeValueMemberM{Value: e})
+	}
+	return l
 }
 
 // newest is the top list of entries es: the n greatest by createdAt, then by key (pk, sk).
@@ -515,6 +541,16 @@ func (d *Data) Corrupt(rate float64) Corruption {
 				it["recentComments"] = &types.AttributeValueMemberL{Value: l.Value[1:]} // the newest left out
 			default:
 				it["recentComments"] = &types.AttributeValueMemberL{}
+			}
+		})
+	}
+	// A folder's day list: one entry left out, or the list removed.
+	for _, k := range pick(d.keys("FOLDER#", "DAY#"), nil) {
+		change("folder-daily-files", k, func(it Item) {
+			if l := it["recentFiles"].(*types.AttributeValueMemberL); len(l.Value) > 1 && d.rng.IntN(2) == 0 {
+				it["recentFiles"] = &types.AttributeValueMemberL{Value: l.Value[1:]}
+			} else {
+				delete(it, "recentFiles")
 			}
 		})
 	}
