@@ -273,6 +273,46 @@ rules:
 	check("after more writes", map[[2]string]int{{"SITE#s1", "statuses"}: 1, {"SITE#s2", "statuses"}: 2, {"REGION#r1", "sites"}: 2, {"REGION#r1", "statusKinds"}: 2})
 	e.verifyRules(after)
 
+	// Damage to the reference items, written around Denorm: one deleted (its record takes
+	// its value out of the count), one holding a wrong number. Verify reports both and the
+	// count; a repair puts them right in one transaction, and the processor leaves its
+	// writes alone.
+	var refs []map[string]types.AttributeValue
+	for _, it := range e.scan() {
+		if strings.HasPrefix(s(it["sk"]), rules.DistinctRefPrefix+"site-statuses#") && n(it["statuses"]) > 0 {
+			refs = append(refs, it)
+		}
+	}
+	if len(refs) < 2 {
+		t.Fatalf("%d reference items of site-statuses above zero, want 2 or more", len(refs))
+	}
+	if _, err := e.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(e.table),
+		Key: map[string]types.AttributeValue{"pk": refs[0]["pk"], "sk": refs[0]["sk"]}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(e.table),
+		Key: map[string]types.AttributeValue{"pk": refs[1]["pk"], "sk": refs[1]["sk"]}, UpdateExpression: aws.String("SET statuses = :n"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: "7"}}}); err != nil {
+		t.Fatal(err)
+	}
+	e.drain(20, e.lambdaLike)
+	vrep, err := ops.Run(ctx, ops.Config{API: e.db, Table: e.table, Eval: ev, Segments: 2, PageSize: 100, Mode: "verify"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vrep.Drift != 3 {
+		var b strings.Builder
+		vrep.WriteText(&b)
+		t.Errorf("verify of the damaged reference items: %d drifted, want 3 (the two and a count)\n%s", vrep.Drift, b.String())
+	}
+	rep, err = ops.Run(ctx, ops.Config{API: e.db, Table: e.table, Eval: ev, Repair: true, Segments: 2, PageSize: 100, Mode: "repair"})
+	if err != nil || rep.Unrepaired != 0 {
+		t.Fatalf("repair: %v, %d unrepaired", err, rep.Unrepaired)
+	}
+	e.verifyRules(after)
+	e.drain(20, e.lambdaLike) // the repair's own records: left alone
+	e.verifyRules(after)
+
 	old, err := rules.ParseSet("test.yaml", []byte(after))
 	if err != nil {
 		t.Fatal(err)

@@ -106,6 +106,7 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 	var out Checked
 	if i, ref, ok := w.refRule(item, which); ok {
 		// A distinct rule's reference item: how many sources hold its value.
+		seen[i][ref] = true
 		out.Rules = append(out.Rules, i)
 		total := exp.Totals[i][ref]
 		if a, drift := counterDiff(w.ev.rules[i].r, item, total); drift {
@@ -260,6 +261,15 @@ func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen) ([]Drift, Mi
 			for _, t := range exp.distinctTargets(i) {
 				if !seen[i][t] {
 					skipped[i]++
+				}
+			}
+			// A reference item of an existing target that sources call for and the scan did
+			// not meet: drift for a verify; a repair created it with its target's
+			// (runner.repairAll skips these).
+			for k, total := range exp.Totals[i] {
+				if t, _, _ := plan.ParseDistinctRef(k); seen[i][t] && !seen[i][k] && !total.IsZero() {
+					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Total: total,
+						Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: numberAV(total)}}})
 				}
 			}
 		case rules.KindCount, rules.KindSum:

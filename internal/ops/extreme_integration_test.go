@@ -43,9 +43,10 @@ func TestVerifyAndRepairExtremes(t *testing.T) {
 	rep := fx.run(cfg)
 	// product x's latest offer is o3: listed the same day as o1, its key is greater.
 	// p1's recentComments are missing: the visible comments c and a.
-	// x's sellerCount is missing: sellers s1 and s2 have active offers (o2 is inactive).
+	// x's sellerCount is missing, and so are the reference items of its sellers s1 and s2,
+	// which have active offers (o2 is inactive).
 	want := map[string]int{"post-last-comment": 2, "post-first-comment": 1, "product-cheapest": 1, "product-latest-offer": 1, "post-recent-comments": 1,
-		"product-sellers": 1}
+		"product-sellers": 3}
 	if got := drift(rep); !reflect.DeepEqual(got, want) {
 		t.Errorf("drift %v, want %v", got, want)
 	}

@@ -227,6 +227,9 @@ func (r *runner) repairAll(ctx context.Context, drifts []Drift, sv stateVersions
 	}
 	var others, counters []Drift
 	for i := range drifts {
+		if r.cfg.Repair && ev.rules[drifts[i].Rule].r.Kind == rules.KindDistinct {
+			continue // a missing reference item: decided with its target in the targets pass
+		}
 		r.stats(stats, drifts[i].Rule).Checked++
 		if r.cfg.Repair && ev.rules[drifts[i].Rule].r.Kind.Aggregate() {
 			counters = append(counters, drifts[i])

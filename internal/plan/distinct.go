@@ -124,7 +124,7 @@ func (p *Planner) distinctRef(c *record.Change, rp RecordPlan) RecordPlan {
 	if !ok || r == nil || r.Kind != rules.KindDistinct {
 		return rp // a rule removed since: `denorm cleanup` deletes its items
 	}
-	if !value.Equal(c.Old[rules.RefRepairAttr], c.New[rules.RefRepairAttr]) {
+	if c.New != nil && !value.Equal(c.Old[rules.RefRepairAttr], c.New[rules.RefRepairAttr]) {
 		return rp // a repair's write: it set the target's state with it, in one transaction
 	}
 	held := func(item record.Item) int64 {

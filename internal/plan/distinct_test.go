@@ -113,6 +113,7 @@ func TestDistinctReferenceRecords(t *testing.T) {
 		{"a repair's write", record.Modify, ref("0"), ref("2", rules.RefRepairAttr, n("1")), ""},
 		{"a repair's creation", record.Insert, nil, ref("2", rules.RefRepairAttr, n("1")), ""},
 		{"the processor after a repair", record.Modify, ref("2", rules.RefRepairAttr, n("1")), ref("0", rules.RefRepairAttr, n("1")), "-1"},
+		{"deleted after a repair", record.Remove, ref("2", rules.RefRepairAttr, n("1")), nil, "-1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := record.Change{EventID: "e1", Seq: "100", Op: tc.op, Old: tc.old, New: tc.new, Keys: record.Item{"pk": s(k.PK), "sk": s(k.SK)}}
