@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -114,6 +115,56 @@ rules:
 			if count != tc.count || fresh != tc.newValue || held != tc.heldValue {
 				t.Errorf("%s: count %.2f, distinct new %.2f, held %.2f WCU; docs/rules.md says %.0f, %.0f, %.0f",
 					tc.mode, count, fresh, held, tc.count, tc.newValue, tc.heldValue)
+			}
+		})
+	}
+}
+
+// The write capacity a comment costs a latest or top, into its post or into its post's day
+// (a time bucket), one comment per batch and every record applied: the first comment of a
+// day creates the day item, whose INSERT record recomputes it (a latest writes it again; a
+// top finds its list as written); later comments of that day cost what a comment costs the
+// rule into the post. docs/rules.md quotes these figures.
+func TestBucketLatestTopCost(t *testing.T) {
+	const entities = `version: 1
+entities:
+  Post:    {pk: "POST#{postId}", sk: METADATA, attributes: [newest, hottest]}
+  PostDay: {pk: "POST#{postId}", sk: "DAY#{createdAt:day}", attributes: [newest, hottest]}
+  Comment: {pk: "POST#{postId}", sk: "COMMENT#{commentId}", attributes: [createdAt, likes]}
+rules:
+`
+	for _, tc := range []struct {
+		kind, rule                string
+		post, firstOfDay, sameDay float64
+	}{
+		{"latest", "latest: {of: Comment, into: %s, by: createdAt, set: {newest: likes}%s}", 1, 2, 1},
+		{"top", "top: {of: Comment, into: %s, by: createdAt, n: 3, attribute: hottest%s}", 1, 1, 1},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			measure := func(into, ttl string, days int) float64 {
+				e := newEnvRules(t, apply.Options{}, entities+"  - name: r\n    "+fmt.Sprintf(tc.rule, into, ttl)+"\n")
+				e.api.failAfter = -1
+				m := &meterAPI{API: e.api.API}
+				e.api.API = m
+				e.put(map[string]string{"pk": "POST#p1", "sk": "METADATA"})
+				e.drain(1, e.lambdaLike)
+				m.taken()
+				const n = 6
+				today := time.Now().UTC().Truncate(24 * time.Hour)
+				for i := range n {
+					at := today.Add(-time.Duration(i%days)*24*time.Hour + time.Duration(i)*time.Minute).Format(time.RFC3339)
+					e.put(map[string]string{"pk": "POST#p1", "sk": fmt.Sprintf("COMMENT#c%d", i), "createdAt": at, "likes": "1"})
+					e.drain(1, e.lambdaLike)
+				}
+				return m.taken() / n
+			}
+			post := measure("Post", "", 1)
+			firstOfDay := measure("PostDay", ", ttl: 30d", 6) // every comment on a day of its own
+			sameDay := measure("PostDay", ", ttl: 30d", 1)    // all on one day: the first creates it
+			sameDay = (sameDay*6 - firstOfDay) / 5
+			t.Logf("%s: into the post %.1f WCU per comment; into its day %.1f (the day's first), %.1f (later ones)", tc.kind, post, firstOfDay, sameDay)
+			if post != tc.post || firstOfDay != tc.firstOfDay || sameDay != tc.sameDay {
+				t.Errorf("%s: %.2f, %.2f, %.2f WCU; docs/rules.md says %.0f, %.0f, %.0f", tc.kind, post, firstOfDay, sameDay, tc.post, tc.firstOfDay, tc.sameDay)
 			}
 		})
 	}
