@@ -163,7 +163,8 @@ func (rp *repairer) decideDistinct(ctx context.Context, d *Drift, exp *Expected,
 	for len(change) > 0 || !stateRight {
 		n := min(len(change), maxRefWrites)
 		var items []types.TransactWriteItem
-		for _, k := range change[:n] {
+		written := change[:n]
+		for _, k := range written {
 			before := refs[k]
 			w := want[k]
 			held += sign(w) - sign(value.NumberOf(before[attr]))
@@ -198,6 +199,9 @@ func (rp *repairer) decideDistinct(ctx context.Context, d *Drift, exp *Expected,
 		v := counter.Version(version) + 1
 		version = numberAV(value.Int(int64(v)))
 		sv.wrote(d.Key, v)
+		for _, k := range written { // a page handled again after an interruption knows them
+			sv.wrote(k, counter.Version(refs[k][rules.StateVersionAttr])+1)
+		}
 		stateRight = true
 	}
 	state, err = rp.db.getState(ctx, d.Key)
