@@ -83,7 +83,7 @@ func annotateCounters(d *rulesdiff.Diff, f *rules.File) error {
 			continue
 		}
 		if r.Kind == rules.KindDistinct {
-			d.Annotate(name, "its reference items are decided from a scan (exact only while "+r.Source.Name+" is not written), and the counts follow their records: verify once the stream has drained")
+			d.Annotate(name, "decided from a scan with its reference items, one transaction per target: a target whose state moved during the run is left as a conflict (run again when "+r.Source.Name+" is not written)")
 			continue
 		}
 		if ops.Recountable(f.Table, r) {

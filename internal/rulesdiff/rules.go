@@ -47,15 +47,15 @@ func fields(r *rules.CompiledRule) []field {
 	case rules.KindMax, rules.KindMin:
 		a := r.Agg
 		return []field{{"of", a.Of}, {"into", a.Into}, {"attribute", a.Attribute}, {"value", a.Value},
-			{"where", where(a.Where)}, {"query", r.Extreme.Way()}}
+			{"where", where(a.Where)}, {"query", r.Extreme.Way()}, {"ttl", ttl(r)}}
 	case rules.KindLatest:
 		a := r.Agg
 		return []field{{"of", a.Of}, {"into", a.Into}, {"by", a.By}, {"set", mapping(a.Set)},
-			{"where", where(a.Where)}, {"query", r.Extreme.Way()}}
+			{"where", where(a.Where)}, {"query", r.Extreme.Way()}, {"ttl", ttl(r)}}
 	case rules.KindTop:
 		a := r.Agg
 		return []field{{"of", a.Of}, {"into", a.Into}, {"by", a.By}, {"n", fmt.Sprint(a.N)}, {"attribute", a.Attribute},
-			{"set", mapping(a.Set)}, {"entryBytes", fmt.Sprint(r.EntryBytes)}, {"where", where(a.Where)}, {"query", r.Extreme.Way()}}
+			{"set", mapping(a.Set)}, {"entryBytes", fmt.Sprint(r.EntryBytes)}, {"where", where(a.Where)}, {"query", r.Extreme.Way()}, {"ttl", ttl(r)}}
 	default:
 		panic(fmt.Sprintf("rulesdiff: rule %q has unknown kind %q", r.Name, r.Kind))
 	}
