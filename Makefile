@@ -99,7 +99,7 @@ soak:
 ## capped: Go's default (60 s) can spend a whole run shrinking one large rules file or event.
 FUZZTIME ?= 60s
 FUZZ_TARGETS := internal/keys:FuzzTemplate internal/rules:FuzzParse internal/record:FuzzDecode \
-  internal/record:FuzzSplitEvent internal/plan:FuzzPlan internal/esm:FuzzFilter
+  internal/record:FuzzSplitEvent internal/plan:FuzzPlan internal/plan:FuzzDistinctRef internal/esm:FuzzFilter
 .PHONY: fuzz
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

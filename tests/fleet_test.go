@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -15,14 +16,19 @@ import (
 
 // rules/fleet.yaml, whose every where is a test beyond equality, under concurrent writers
 // doing what a fleet's application does: readings saved whole (some without a status,
-// some archived), statuses changed, archives undone with REMOVE, readings deleted. When
-// the stream drains, `denorm verify` (a scan recomputing every rule) finds no drift.
+// some archived, moved between sites), statuses changed, archives undone with REMOVE,
+// readings deleted, sites saved whole as a form read them. When the stream drains,
+// `denorm verify` (a scan recomputing every rule) finds no drift.
 func TestFleetWhereTests(t *testing.T) {
 	r := startApp(t, "../rules/fleet.yaml")
 	var scripts []script
 	for d := range 4 {
 		scripts = append(scripts, script{r.put("device", item{"pk": str(fmt.Sprintf("DEVICE#d%d", d)), "sk": str("METADATA"), "name": str("boiler")})})
 	}
+	site := func(n int) item {
+		return item{"pk": str(fmt.Sprintf("SITE#s%d", n)), "sk": str("METADATA"), "name": str("plant")}
+	}
+	scripts = append(scripts, script{r.put("site", site(0)), r.put("site", site(1))})
 	r.run(scripts...)
 	rng := rand.New(rand.NewPCG(35, 1))
 	temps := []string{"5", "10.5", "10.4999", "25", "40", "40.01", "80", "80.5", "95.25"}
@@ -43,11 +49,16 @@ func TestFleetWhereTests(t *testing.T) {
 				if rng.IntN(4) == 0 {
 					it["archivedAt"] = str("2026-11-01")
 				}
+				if rng.IntN(5) > 0 {
+					it["siteId"] = str(fmt.Sprintf("s%d", rng.IntN(2)))
+				}
 				s = append(s, r.put("reading", it))
 			case op < 7:
 				s = append(s, ifThere(r.update("status", key, expression.Set(expression.Name("status"), expression.Value(statuses[rng.IntN(len(statuses))])))))
 			case op < 8:
 				s = append(s, ifThere(r.update("unarchive", key, expression.Remove(expression.Name("archivedAt")))))
+			case op < 9 && rng.IntN(3) == 0: // a site saved whole, dropping its counts
+				s = append(s, r.put("site", site(rng.IntN(2))))
 			default:
 				s = append(s, r.del("reading deleted", key))
 			}
@@ -58,6 +69,31 @@ func TestFleetWhereTests(t *testing.T) {
 	r.drain()
 	r.checkNoFailures()
 	r.verify()
+
+	// The distinct counts, from the readings themselves: each site's hotDevices is the
+	// number of devices with a reading above 80 taken there.
+	hot := map[string]map[string]bool{}
+	for d := range 4 {
+		for _, it := range r.query(fmt.Sprintf("DEVICE#d%d", d), "READING#") {
+			t, _ := it["temp"].(*types.AttributeValueMemberN)
+			st, _ := it["siteId"].(*types.AttributeValueMemberS)
+			if t == nil || st == nil {
+				continue
+			}
+			if v, ok := new(big.Rat).SetString(t.Value); ok && v.Cmp(big.NewRat(80, 1)) > 0 {
+				if hot[st.Value] == nil {
+					hot[st.Value] = map[string]bool{}
+				}
+				hot[st.Value][fmt.Sprintf("d%d", d)] = true
+			}
+		}
+	}
+	for _, sid := range []string{"s0", "s1"} {
+		got, _ := r.get(item{"pk": str("SITE#" + sid), "sk": str("METADATA")})["hotDevices"].(*types.AttributeValueMemberN)
+		if want := fmt.Sprint(len(hot[sid])); got == nil || got.Value != want {
+			t.Errorf("SITE#%s hotDevices = %v, want %s", sid, got, want)
+		}
+	}
 
 	// The key variable copies, checked from the readings themselves: each device's
 	// lastReadingId is the id in the sort key of its latest unarchived reading (by at, then

@@ -133,7 +133,7 @@ func runDemo(ctx context.Context, args []string) error {
 		}
 		return &exitError{code: 1, err: fmt.Errorf("%d values drifted, %d day items wrong", rep.Drift, wrongDays)}
 	}
-	fmt.Fprintln(out, "\nConverged: every copy, mirror, counter, sum, max, min, latest, top list and time bucket equals what its sources say.")
+	fmt.Fprintln(out, "\nConverged: every copy, mirror, counter, sum, distinct count, max, min, latest, top list and time bucket equals what its sources say.")
 	return nil
 }
 

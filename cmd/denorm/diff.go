@@ -83,6 +83,10 @@ func annotateCounters(d *rulesdiff.Diff, f *rules.File) error {
 		if r == nil || !r.Kind.Aggregate() {
 			continue
 		}
+		if r.Kind == rules.KindDistinct {
+			d.Annotate(name, "decided from a scan with its reference items, one transaction per target: a target whose state moved during the run is left as a conflict (run again when "+r.Source.Name+" is not written)")
+			continue
+		}
 		if ops.Recountable(f.Table, r) {
 			d.Annotate(name, "recounted from its targets: exact while the application writes")
 		} else {

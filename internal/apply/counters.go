@@ -104,6 +104,9 @@ func (r *run) updateState(t *plan.TargetDeltas, attrs []plan.AttrAmount, minSeq,
 // not exist and nothing creates it (it gets its copy when it is inserted).
 func (r *run) copyState(target plan.Key, state record.Item, attrs []plan.AttrAmount) error {
 	x := r.x
+	if plan.IsDistinctRef(target) {
+		return nil // a reference item has no copy: its record moves the target's state
+	}
 	create := anyCreate(attrs)
 	ub, cond := counter.CopyWrite(x.set.Table.PartitionKey, counter.Copy(state, counter.Values(x.set.Table, state)), create)
 	if create {
@@ -335,7 +338,7 @@ func (r *run) copyTargets(events []plan.EventDeltas) error {
 	sem := make(chan struct{}, r.x.opt.Concurrency)
 	var wg sync.WaitGroup
 	for i, k := range order {
-		if allZero(merged[k]) {
+		if allZero(merged[k]) || plan.IsDistinctRef(k) {
 			continue
 		}
 		sem <- struct{}{}

@@ -12,6 +12,7 @@ import (
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/table"
 	"github.com/denorm/denorm/internal/value"
 )
 
@@ -96,7 +97,13 @@ func (r *run) raiseLatest(g *plan.ExtremeGroup) error {
 		beats = beats.Or(expression.AttributeType(by, expression.Number))
 	}
 	cond := exists(x.set.Table.PartitionKey).And(expression.AttributeNotExists(by).Or(beats))
-	e, err := expression.NewBuilder().WithUpdate(latestUpdate(rule, g.Raise, g.Key, g.Set, g.Remove)).WithCondition(cond).Build()
+	ub := latestUpdate(rule, g.Raise, g.Key, g.Set, g.Remove)
+	if rule.CreatesBuckets() {
+		// A bucket item is created by its first source, with its expiry.
+		cond = expression.AttributeNotExists(by).Or(beats)
+		ub = withExpiry(ub, x.set.Table, rule, g.Target)
+	}
+	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
 	if err != nil {
 		return fmt.Errorf("building latest raise: %w", err)
 	}
@@ -124,7 +131,7 @@ func (r *run) readLatest(g *plan.ExtremeGroup) (record.Item, bool, error) {
 // target's by value and key are still as read.
 func (r *run) writeLatest(g *plan.ExtremeGroup, stored record.Item, best map[string]types.AttributeValue) error {
 	x := r.x
-	e, err := LatestWrite(x.set.Table.PartitionKey, g.Rule, stored, best)
+	e, err := LatestWrite(x.set.Table, g.Rule, g.Target, stored, best)
 	if err != nil {
 		return err
 	}
@@ -133,8 +140,9 @@ func (r *run) writeLatest(g *plan.ExtremeGroup, stored record.Item, best map[str
 
 // LatestWrite builds the write of a recomputed latest: best's attributes, by value and key
 // (REMOVE of them all when best is nil), on condition that the target's by value and key
-// are still those of stored. Shared with `denorm verify --repair`.
-func LatestWrite(pkAttr string, rule *rules.CompiledRule, stored record.Item, best map[string]types.AttributeValue) (expression.Expression, error) {
+// are still those of stored. A bucket item (stored nil) is created, with its expiry.
+// Shared with `denorm verify --repair`.
+func LatestWrite(spec table.Spec, rule *rules.CompiledRule, target plan.Key, stored record.Item, best map[string]types.AttributeValue) (expression.Expression, error) {
 	var ub expression.UpdateBuilder
 	if best == nil {
 		ub = expression.Remove(expression.Name(rule.LatestBy)).Remove(expression.Name(rule.LatestKey)).
@@ -146,13 +154,19 @@ func LatestWrite(pkAttr string, rule *rules.CompiledRule, stored record.Item, be
 		set, remove := plan.LatestValues(rule, best)
 		ub = latestUpdate(rule, value.ExtremeValue(rule, best), value.LatestKey(rule, best), set, remove)
 	}
-	cond := exists(pkAttr)
-	for _, a := range []string{rule.LatestBy, rule.LatestKey} {
+	held := func(a string) expression.ConditionBuilder {
 		if v := stored[a]; v != nil {
-			cond = cond.And(expression.Name(a).Equal(exprval.Of(v)))
-		} else {
-			cond = cond.And(expression.AttributeNotExists(expression.Name(a)))
+			return expression.Name(a).Equal(exprval.Of(v))
 		}
+		return expression.AttributeNotExists(expression.Name(a))
+	}
+	cond := exists(spec.PartitionKey).And(held(rule.LatestBy), held(rule.LatestKey))
+	if rule.CreatesBuckets() {
+		ub = withExpiry(ub, spec, rule, target) // if_not_exists: kept, or put back
+	}
+	if stored == nil && rule.CreatesBuckets() {
+		// A bucket item is created, or one that holds no source yet is written.
+		cond = held(rule.LatestBy).And(held(rule.LatestKey))
 	}
 	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()
 	if err != nil {

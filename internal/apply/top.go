@@ -12,6 +12,7 @@ import (
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/table"
 	"github.com/denorm/denorm/internal/value"
 )
 
@@ -26,10 +27,18 @@ func (r *run) top(g *plan.ExtremeGroup) error {
 	for range extremeAttempts {
 		item, err := r.getItem("reading "+g.Target.PK+" "+g.Target.SK, r.x.key(g.Target),
 			r.x.set.Table.PartitionKey, rule.Agg.Attribute, rule.ExtremeVersion)
-		if err != nil || item == nil {
+		if err != nil || (item == nil && !rule.CreatesBuckets()) {
 			return err // a missing target is recomputed when it is inserted
 		}
 		stored, ok := value.DecodeTop(rule, item[rule.Agg.Attribute])
+		if item == nil {
+			// A bucket item is created by its first sources; its INSERT's record then
+			// recomputes it from every source of its bucket.
+			if len(g.Ups) == 0 {
+				return nil
+			}
+			stored, ok = nil, true
+		}
 		next, query := value.TopNext(rule.Agg.N, stored, g.Ups, g.Left)
 		if !ok || g.Recompute || query {
 			r.count(func(s *Stats) { s.ExtremeRecomputes++ })
@@ -46,7 +55,7 @@ func (r *run) top(g *plan.ExtremeGroup) error {
 			r.count(func(s *Stats) { s.Unchanged++ })
 			return nil
 		}
-		e, err := TopWrite(r.x.set.Table.PartitionKey, rule, item, next)
+		e, err := TopWrite(r.x.set.Table, rule, g.Target, item, next)
 		if err != nil {
 			return err
 		}
@@ -64,9 +73,9 @@ func (r *run) top(g *plan.ExtremeGroup) error {
 
 // TopWrite builds the write of a top list: the list (empty when no source is left, so
 // that an application's removal of the attribute stays distinguishable) and the next
-// version, on condition that the version is still the one stored holds. Shared with
-// `denorm verify --repair`.
-func TopWrite(pkAttr string, rule *rules.CompiledRule, stored record.Item, next []value.TopEntry) (expression.Expression, error) {
+// version, on condition that the version is still the one stored holds. A bucket item
+// (stored nil) is created, with its expiry. Shared with `denorm verify --repair`.
+func TopWrite(spec table.Spec, rule *rules.CompiledRule, target plan.Key, stored record.Item, next []value.TopEntry) (expression.Expression, error) {
 	ver := expression.Name(rule.ExtremeVersion)
 	n := value.Int(1)
 	if v, ok := stored[rule.ExtremeVersion].(*types.AttributeValueMemberN); ok {
@@ -76,10 +85,16 @@ func TopWrite(pkAttr string, rule *rules.CompiledRule, stored record.Item, next 
 	}
 	ub := expression.Set(expression.Name(rule.Agg.Attribute), exprval.Of(value.TopList(next))).
 		Set(ver, exprval.Of(&types.AttributeValueMemberN{Value: n.String()}))
-	cond := exists(pkAttr)
-	if v := stored[rule.ExtremeVersion]; v != nil {
+	cond := exists(spec.PartitionKey)
+	if rule.CreatesBuckets() {
+		ub = withExpiry(ub, spec, rule, target) // if_not_exists: kept, or put back
+	}
+	switch v := stored[rule.ExtremeVersion]; {
+	case stored == nil && rule.CreatesBuckets():
+		cond = expression.AttributeNotExists(ver) // created, or one that got no list yet
+	case v != nil:
 		cond = cond.And(ver.Equal(exprval.Of(v)))
-	} else {
+	default:
 		cond = cond.And(expression.AttributeNotExists(ver))
 	}
 	e, err := expression.NewBuilder().WithUpdate(ub).WithCondition(cond).Build()

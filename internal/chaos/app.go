@@ -22,7 +22,7 @@ import (
 
 // counterAttrs are the count and sum attributes of rules/social.yaml, by target kind.
 var counterAttrs = map[Kind][]string{
-	User: {"postCount", "commentCount"}, Post: {"commentCount"}, Group: {"memberCount"},
+	User: {"postCount", "commentCount"}, Post: {"commentCount"}, Group: {"memberCount", "roleCount"},
 	Folder: {"fileCount", "totalBytes"},
 }
 

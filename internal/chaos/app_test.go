@@ -261,7 +261,7 @@ func scenario() (*Model, map[Key]record.Item) {
 		c2:                                  {"gsi1pk": s("USER#lu"), "gsi1sk": s("COMMENT#2025-01-02T00:00:00Z"), "text": s("yo"), "userName": s("Late"), "userAvatar": s("l.png")},
 		c4:                                  {"text": s("anon"), "userName": s("?")},
 		c3:                                  {"gsi1pk": s(u2.PK), "gsi1sk": s("COMMENT#2025-01-03T00:00:00Z"), "text": s("x"), "userName": s("Bea"), "userAvatar": s("b.png")},
-		g1:                                  {"name": s("G"), "memberCount": n("1"), "_dn_cv": n("5")},
+		g1:                                  {"name": s("G"), "memberCount": n("1"), "roleCount": n("1"), "_dn_cv": n("5")},
 		m1:                                  {"gsi2pk": s(g1.PK), "gsi2sk": s(m1.PK), "role": s("admin"), "joinedAt": s("2025-01-01"), "groupName": s("G")},
 		{"GROUP#g1", "USER#u1"}:             {"gsi1pk": s("USER#u1"), "gsi1sk": s("MEMBER#g1"), "role": s("admin"), "joinedAt": s("2025-01-01"), "userName": s("Ann")},
 		f1:                                  {"name": s("F"), "fileCount": n("2"), "totalBytes": n("12.5")},
@@ -369,6 +369,7 @@ func TestOracleAgreesWithBruteForce(t *testing.T) {
 			for _, a := range counterAttrs[kind] {
 				want[a] = new(big.Rat)
 			}
+			roles := map[string]bool{} // a group's: the different roles of its memberships
 			id := strings.SplitN(t0.k.PK, "#", 2)[1]
 			for _, src := range all {
 				sk, sit := src.k, src.it
@@ -387,6 +388,9 @@ func TestOracleAgreesWithBruteForce(t *testing.T) {
 				case Group:
 					if KindOf(sk, sit) == Membership && sk.SK == "GROUP#"+id {
 						want["memberCount"].Add(want["memberCount"], big.NewRat(1, 1))
+						if r, ok := sit["role"].(*types.AttributeValueMemberS); ok {
+							roles[r.Value] = true
+						}
 					}
 				case Folder:
 					if KindOf(sk, sit) == File && sk.PK == t0.k.PK {
@@ -395,6 +399,9 @@ func TestOracleAgreesWithBruteForce(t *testing.T) {
 						want["totalBytes"].Add(want["totalBytes"], r)
 					}
 				}
+			}
+			if kind == Group {
+				want["roleCount"] = big.NewRat(int64(len(roles)), 1)
 			}
 			for a, v := range want {
 				got, _ := new(big.Rat).SetString(o.want[t0.k][a].(*types.AttributeValueMemberN).Value)

@@ -42,7 +42,7 @@ func (m Mismatch) String() string {
 var ruleWritten = map[Kind][]string{
 	User:       {"postCount", "commentCount", "latestPostTitle"},
 	Post:       {"commentCount", "lastCommentAt", "recentComments"},
-	Group:      {"memberCount"},
+	Group:      {"memberCount", "roleCount"},
 	Folder:     {"fileCount", "totalBytes", "oldestUpload"},
 	Comment:    {"userName", "userAvatar"},
 	Membership: {"groupName"},
@@ -62,6 +62,12 @@ var ruleWritten = map[Kind][]string{
 // missingTarget: skip). The one with create, post-daily-comments, counts comments into
 // day items that only Denorm writes (expectDays). A post without userId counts into no user
 // and has no mirror.
+//
+// folder-daily-files (expectFolderDays) is the top list of each folder's day bucket, with its
+// ttl, over the live files of that day.
+//
+// A distinct (group-role-count) is the number of different roles among the group's live
+// memberships, whatever the order of their writes.
 //
 // A max or min (expectExtremes) is the extreme over the live sources, whatever the order:
 // Denorm never creates the target and recomputes it when it is inserted or loses the
@@ -102,6 +108,7 @@ func (o *oracle) expectAll() {
 	o.expectGlobal()
 	o.expectDays()
 	o.expectTop()
+	o.expectFolderDays()
 }
 
 func (o *oracle) expect() {
@@ -121,8 +128,17 @@ func (o *oracle) expect() {
 			posts["USER#"+uid]++
 		}
 	}
+	roles := map[string]map[string]bool{} // group pk -> the roles its members hold
 	for _, k := range m.Live(Membership) {
-		members["GROUP#"+strings.TrimPrefix(k.SK, "GROUP#")]++
+		g := "GROUP#" + strings.TrimPrefix(k.SK, "GROUP#")
+		members[g]++
+		it, _ := m.Item(k)
+		if role, ok := it["role"].(*types.AttributeValueMemberS); ok { // the only type the workload writes
+			if roles[g] == nil {
+				roles[g] = map[string]bool{}
+			}
+			roles[g][role.Value] = true
+		}
 	}
 	for _, k := range m.Live(File) {
 		it, _ := m.Item(k)
@@ -164,6 +180,7 @@ func (o *oracle) expect() {
 			}
 		case Group:
 			w["memberCount"] = count(members[k.PK])
+			w["roleCount"] = count(len(roles[k.PK]))
 		case Folder:
 			w["fileCount"] = count(files[k.PK])
 			total := bytes[k.PK]

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -62,6 +63,79 @@ func (o *oracle) expectDays() {
 			if _, ok := o.table[k]; !ok {
 				delete(o.want, k)
 			}
+		}
+	}
+}
+
+// folderTopN is n of rule folder-daily-files in rules/social.yaml.
+const folderTopN = 2
+
+// expectFolderDays adds the FolderDay items of rule folder-daily-files to o.want: per
+// folder and UTC day (the day of the uploadedAt in the file's sk, FILE#{uploadedAt}#{fileId}),
+// the 2 live files of that day greatest by their uploadedAt attribute (a number or a
+// string), ties to the greater key, each entry {pk, sk, uploadedAt, name} (name absent when
+// the file lacks it), and the item's ttl. The first file of a day creates its item; a day
+// whose files are all gone keeps its item with an empty list, or has none (a file put and
+// deleted before its records were applied creates nothing). Written without the planner's
+// code.
+func (o *oracle) expectFolderDays() {
+	type src struct {
+		at  types.AttributeValue
+		key string
+		e   map[string]types.AttributeValue
+	}
+	byDay := map[Key][]src{}
+	start := map[Key]time.Time{}
+	for _, k := range o.m.Live(File) {
+		it, _ := o.m.Item(k)
+		at := it["uploadedAt"]
+		if rankOf(at) == 0 {
+			continue
+		}
+		seg, _, ok := strings.Cut(strings.TrimPrefix(k.SK, "FILE#"), "#")
+		if !ok {
+			continue
+		}
+		day, err := time.Parse("2006-01-02", seg)
+		if err != nil {
+			continue // links to no bucket (the generator writes days; a time would parse too)
+		}
+		dk := Key{k.PK, "DAY#" + day.Format("2006-01-02")}
+		e := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: k.PK}, "sk": &types.AttributeValueMemberS{Value: k.SK}, "uploadedAt": at}
+		if name, ok := it["name"]; ok {
+			e["name"] = name
+		}
+		byDay[dk] = append(byDay[dk], src{at: at, key: k.PK + "\x00" + k.SK, e: e})
+		start[dk] = day
+	}
+	for k := range o.table {
+		if !strings.HasPrefix(k.PK, "FOLDER#") || !strings.HasPrefix(k.SK, "DAY#") {
+			continue
+		}
+		if day, err := time.Parse("2006-01-02", strings.TrimPrefix(k.SK, "DAY#")); err == nil {
+			start[k] = day
+		}
+	}
+	for k, day := range start {
+		ss := byDay[k]
+		if len(ss) == 0 {
+			if _, ok := o.table[k]; !ok {
+				continue
+			}
+		}
+		sort.Slice(ss, func(i, j int) bool {
+			if c := compareAV(ss[i].at, ss[j].at); c != 0 {
+				return c > 0
+			}
+			return ss[i].key > ss[j].key
+		})
+		l := &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+		for _, s := range ss[:min(folderTopN, len(ss))] {
+			l.Value = append(l.Value, &types.AttributeValueMemberM{Value: s.e})
+		}
+		o.want[k] = map[string]types.AttributeValue{
+			"recentFiles": l,
+			"ttl":         &types.AttributeValueMemberN{Value: fmt.Sprint(day.Add(24 * time.Hour).Add(dayTTL).Unix())},
 		}
 	}
 }

@@ -27,12 +27,21 @@ import (
 	"github.com/denorm/denorm/internal/value"
 )
 
-// StateKey is the key of target t's state item.
-func StateKey(t plan.Key) plan.Key { return plan.Key{PK: rules.StatePrefix + t.PK, SK: t.SK} }
+// StateKey is the key of target t's state item. A distinct rule's reference item
+// (plan.DistinctRef), the target of its sources' deltas, is its own state item.
+func StateKey(t plan.Key) plan.Key {
+	if plan.IsDistinctRef(t) {
+		return t
+	}
+	return plan.Key{PK: rules.StatePrefix + t.PK, SK: t.SK}
+}
 
 // TargetOf is the key of the target whose state item is at k, and false when k is not a
 // state item's key.
 func TargetOf(k plan.Key) (plan.Key, bool) {
+	if plan.IsDistinctRef(k) {
+		return k, true // its own state item (StateKey)
+	}
 	pk, ok := strings.CutPrefix(k.PK, rules.StatePrefix)
 	return plan.Key{PK: pk, SK: k.SK}, ok
 }

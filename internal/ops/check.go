@@ -82,25 +82,42 @@ type Checked struct {
 	// copy differs from the scan's total (Attrs set) or not: a repair decides every one
 	// from the target's state (runner.counters), a verify reports those that differ.
 	Counters []Drift
-	Problems []Problem
+	// Distinct has one entry per distinct rule the item is a target of (Attrs set when
+	// its copy differs from the number of its values), and Refs one per reference item
+	// whose number differs from the scan's: a repair decides each target with its
+	// reference items (runner.decideDistinct), a verify reports those that differ.
+	Distinct, Refs []Drift
+	Problems       []Problem
 }
 
 // Differing returns the drifts of c, with the counters whose copy differs from the scan's
 // total: what a verify reports.
 func (c Checked) Differing() []Drift {
 	out := c.Drifts
-	for _, d := range c.Counters {
-		if len(d.Attrs) > 0 {
-			out = append(out, d)
+	for _, ds := range [][]Drift{c.Counters, c.Distinct} {
+		for _, d := range ds {
+			if len(d.Attrs) > 0 {
+				out = append(out, d)
+			}
 		}
 	}
-	return out
+	return append(out, c.Refs...)
 }
 
 // Check compares item, as a target of the rules in which, with what the sources expect,
 // and marks it seen.
 func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) Checked {
 	var out Checked
+	if i, ref, ok := w.refRule(item, which); ok {
+		// A distinct rule's reference item: how many sources hold its value.
+		seen[i][ref] = true
+		out.Rules = append(out.Rules, i)
+		total := exp.Totals[i][ref]
+		if a, drift := counterDiff(w.ev.rules[i].r, item, total); drift {
+			out.Refs = append(out.Refs, Drift{Rule: i, Kind: Differs, Key: ref, Got: item, Total: total, Attrs: []AttrDiff{a}})
+		}
+		return out
+	}
 	name := w.entity(item)
 	if name == "" {
 		return out
@@ -154,6 +171,14 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 				d.Attrs = []AttrDiff{a}
 			}
 			out.Counters = append(out.Counters, d)
+		case rules.KindDistinct:
+			seen[i][key] = true
+			total := exp.DistinctTotal(i, key)
+			d := Drift{Rule: i, Kind: Differs, Key: key, Got: item, Total: total}
+			if a, drift := counterDiff(r, item, total); drift {
+				d.Attrs = []AttrDiff{a}
+			}
+			out.Distinct = append(out.Distinct, d)
 		case rules.KindMax, rules.KindMin:
 			seen[i][key] = true
 			if w.ev.expiredBucket(r, key) {
@@ -166,6 +191,9 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 			}
 		case rules.KindLatest:
 			seen[i][key] = true
+			if w.ev.expiredBucket(r, key) {
+				continue // DynamoDB's TTL deletes it
+			}
 			want, ok := exp.Latest[i][key]
 			var attrs []AttrDiff
 			for _, t := range r.Agg.SetOrder {
@@ -186,6 +214,9 @@ func (w *Worker) Check(item record.Item, which []int, exp *Expected, seen Seen) 
 			}
 		case rules.KindTop:
 			seen[i][key] = true
+			if w.ev.expiredBucket(r, key) {
+				continue // DynamoDB's TTL deletes it
+			}
 			attr := r.Agg.Attribute
 			got, ok := value.DecodeTop(r, item[attr])
 			if want := exp.Tops[i][key]; !ok || !value.SameTop(got, want) {
@@ -235,6 +266,23 @@ func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen, states map[p
 					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Source: want.Source, HasSource: true, Want: want.Item})
 				}
 			}
+		case rules.KindDistinct:
+			// A target that does not exist is never created, and, as for a count that
+			// skips missing targets, a repair leaves its state alone.
+			for _, t := range exp.distinctTargets(i) {
+				if !seen[i][t] {
+					skipped[i]++
+				}
+			}
+			// A reference item of an existing target that sources call for and the scan did
+			// not meet: drift for a verify; a repair created it with its target's
+			// (runner.repairAll skips these).
+			for k, total := range exp.Totals[i] {
+				if t, _, _ := plan.ParseDistinctRef(k); seen[i][t] && !seen[i][k] && !total.IsZero() {
+					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Total: total,
+						Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: numberAV(total)}}})
+				}
+			}
 		case rules.KindCount, rules.KindSum:
 			for k, total := range exp.Totals[i] {
 				if seen[i][k] || total.IsZero() {
@@ -264,8 +312,28 @@ func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen, states map[p
 					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: want}}})
 				}
 			}
-		case rules.KindLatest, rules.KindTop:
-			// A missing target is never created: its INSERT recomputes it from its sources.
+		case rules.KindLatest:
+			if !r.CreatesBuckets() {
+				continue // a missing target is never created: its INSERT recomputes it
+			}
+			for k, want := range exp.Latest[i] {
+				if !seen[i][k] && !ev.expiredBucket(r, k) {
+					var attrs []AttrDiff
+					for _, a := range want.Set {
+						attrs = append(attrs, AttrDiff{Name: a.Name, Want: a.Value})
+					}
+					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Attrs: attrs})
+				}
+			}
+		case rules.KindTop:
+			if !r.CreatesBuckets() {
+				continue // a missing target is never created: its INSERT recomputes it
+			}
+			for k, want := range exp.Tops[i] {
+				if !seen[i][k] && !ev.expiredBucket(r, k) && len(want) > 0 {
+					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, Attrs: []AttrDiff{{Name: r.Agg.Attribute, Want: value.TopList(want)}}})
+				}
+			}
 		}
 	}
 	sort.Slice(out, func(a, b int) bool {

@@ -90,7 +90,7 @@ func TestCheck(t *testing.T) {
 		{"counter with no sources: absent and 0 are right", record.Item{"pk": S("FOLDER#f2"), "sk": S("METADATA"), "fileCount": N("0")},
 			[]string{"folder-file-count", "folder-size", "folder-oldest-upload"}, nil},
 		{"counter with no sources holding a value", record.Item{"pk": S("GROUP#g2"), "sk": S("METADATA"), "memberCount": N("3")},
-			[]string{"group-member-count"}, []string{`group-member-count differs GROUP#g2 METADATA memberCount:3>0`}},
+			[]string{"group-member-count", "group-role-count"}, []string{`group-member-count differs GROUP#g2 METADATA memberCount:3>0`}},
 		{"reserved item", record.Item{"pk": S("_dn#m#e1"), "sk": S("_dn#m#"), "commentCount": N("3")}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,15 +160,15 @@ func TestMissing(t *testing.T) {
 	if got := describeDrifts(ev, drifts); !reflect.DeepEqual(got, want) {
 		t.Errorf("missing\n got %q\nwant %q", got, want)
 	}
-	// Totals for users, the folder, the global stats item: missingTarget skip, so not drift
-	// but counted.
+	// Totals for users, the folder, the global stats item, and the group's roles: not drift
+	// (missingTarget skip; a distinct target is never created) but counted.
 	gotSkipped := map[string]int64{}
 	for i, n := range skipped {
 		if n > 0 {
 			gotSkipped[ev.rules[i].r.Name] = n
 		}
 	}
-	wantSkipped := map[string]int64{"user-post-count": 1, "user-comment-count": 2, "folder-file-count": 1, "folder-size": 1, "global-post-count": 1}
+	wantSkipped := map[string]int64{"user-post-count": 1, "user-comment-count": 2, "folder-file-count": 1, "folder-size": 1, "global-post-count": 1, "group-role-count": 1}
 	if !reflect.DeepEqual(gotSkipped, wantSkipped) {
 		t.Errorf("skipped %v, want %v", gotSkipped, wantSkipped)
 	}

@@ -250,7 +250,7 @@ type expectJSON struct {
 	Extremes map[string][]copyJSON `json:"extremes,omitempty"`
 	// Latest hold each latest source as {"by": value, "key": key, "set": {attr: value}}.
 	Latest map[string][]copyJSON `json:"latest,omitempty"`
-	// Tops hold each top list entry as {"by": value, "key": key, "item": {attr: value}}.
+	// Tops hold each top list as {"l": the list as stored}.
 	Tops map[string][]copyJSON `json:"tops,omitempty"`
 }
 
@@ -258,7 +258,8 @@ func kj(k plan.Key) keyJSON     { return keyJSON{k.PK, k.SK} }
 func (k keyJSON) key() plan.Key { return plan.Key{PK: k[0], SK: k[1]} }
 
 func encodeExpected(ev *Evaluator, e *Expected) *expectJSON {
-	out := &expectJSON{Copies: map[string][]copyJSON{}, Mirrors: map[string][]mirrorJSON{}, Totals: map[string][]totalJSON{}, Extremes: map[string][]copyJSON{}, Latest: map[string][]copyJSON{}, Tops: map[string][]copyJSON{}}
+	out := &expectJSON{Copies: map[string][]copyJSON{}, Mirrors: map[string][]mirrorJSON{}, Totals: map[string][]totalJSON{}, Extremes: map[string][]copyJSON{}, Latest: map[string][]copyJSON{},
+		Tops: map[string][]copyJSON{}}
 	for i, rs := range ev.rules {
 		name := rs.r.Name
 		for k, v := range e.Copies[i] {
@@ -282,10 +283,7 @@ func encodeExpected(ev *Evaluator, e *Expected) *expectJSON {
 				"by": w.By, "key": &types.AttributeValueMemberS{Value: w.Key}, "set": &types.AttributeValueMemberM{Value: set}})})
 		}
 		for k, es := range e.Tops[i] {
-			for _, x := range es {
-				out.Tops[name] = append(out.Tops[name], copyJSON{Key: kj(k), Values: itemJSON(record.Item{
-					"by": x.By, "key": &types.AttributeValueMemberS{Value: x.Key}, "item": &types.AttributeValueMemberM{Value: x.Item}})})
-			}
+			out.Tops[name] = append(out.Tops[name], copyJSON{Key: kj(k), Values: itemJSON(record.Item{"l": value.TopList(es)})})
 		}
 	}
 	return out
@@ -372,26 +370,17 @@ func decodeExpected(ev *Evaluator, j *expectJSON) (*Expected, error) {
 	}
 	for name, list := range j.Tops {
 		i, err := ev.index(name)
-		if err != nil {
-			return nil, fmt.Errorf("tops: %w", err)
-		}
-		if e.Tops[i] == nil {
+		if err != nil || e.Tops[i] == nil {
 			return nil, fmt.Errorf("tops of %q: not a top rule", name)
 		}
 		for _, x := range list {
-			v := record.Item(x.Values)
-			entry := value.TopEntry{By: v["by"]}
-			if k, ok := v["key"].(*types.AttributeValueMemberS); ok {
-				entry.Key = k.Value
+			es, ok := value.DecodeTop(ev.rules[i].r, record.Item(x.Values)["l"])
+			if !ok {
+				return nil, fmt.Errorf("top list of %q at %v: not a list the rule writes", name, x.Key)
 			}
-			if m, ok := v["item"].(*types.AttributeValueMemberM); ok {
-				entry.Item = m.Value
+			for _, en := range es {
+				e.Tops[i][x.Key.key()] = value.TopKeep(e.Tops[i][x.Key.key()], en, e.ns[i])
 			}
-			if entry.By == nil {
-				return nil, fmt.Errorf("tops of %q: an entry of %v without its value", name, x.Key)
-			}
-			k := x.Key.key()
-			e.Tops[i][k] = value.TopKeep(e.Tops[i][k], entry, e.ns[i])
 		}
 	}
 	return e, nil

@@ -225,7 +225,7 @@ func (c *cleaner) item(ctx context.Context, it record.Item) {
 		return
 	}
 	if rules.IsReserved(key.PK) {
-		if rule := c.reservedOf(key.PK); rule != "" {
+		if rule := c.reservedOf(key); rule != "" {
 			c.deleteReserved(ctx, rule, key)
 			return
 		}
@@ -356,9 +356,18 @@ func keyMatches(e *rules.EntityType, k plan.Key) bool {
 	return ok
 }
 
-// reservedOf returns the rule whose version registry or fan-out job item pk is, when its
-// clean-up deletes them.
-func (c *cleaner) reservedOf(pk string) string {
+// reservedOf returns the rule whose version registry, fan-out job item or distinct
+// reference item k is, when its clean-up deletes them.
+func (c *cleaner) reservedOf(k plan.Key) string {
+	pk := k.PK
+	if _, name, ok := plan.ParseDistinctRef(k); ok {
+		for _, cl := range c.cfg.Cleanups {
+			if cl.Refs && cl.Rule == name {
+				return name
+			}
+		}
+		return ""
+	}
 	for _, cl := range c.cfg.Cleanups {
 		if !cl.Registry {
 			continue

@@ -49,7 +49,7 @@ func NewEvaluator(f *rules.File, only string) (*Evaluator, error) {
 // is missing here is refused by NewEvaluatorFor (TestOpsHandleEveryKind fails), instead of
 // being checked and repaired as some other kind.
 var handled = map[rules.Kind]bool{rules.KindCopy: true, rules.KindMirror: true, rules.KindCount: true, rules.KindSum: true,
-	rules.KindMax: true, rules.KindMin: true, rules.KindLatest: true, rules.KindTop: true}
+	rules.KindMax: true, rules.KindMin: true, rules.KindLatest: true, rules.KindTop: true, rules.KindDistinct: true}
 
 // ErrUnhandledKind is returned (wrapped) for a rule of a kind the ops tools do not handle.
 var ErrUnhandledKind = errors.New("verify and backfill do not handle rule kind")
@@ -163,7 +163,7 @@ func feeds(a, b *rules.CompiledRule) bool {
 	switch a.Kind {
 	case rules.KindCopy:
 		written = a.Copy.SetOrder
-	case rules.KindCount, rules.KindSum, rules.KindMax, rules.KindMin, rules.KindTop:
+	case rules.KindCount, rules.KindSum, rules.KindMax, rules.KindMin, rules.KindTop, rules.KindDistinct:
 		written = []string{a.Agg.Attribute}
 	case rules.KindLatest:
 		written = a.Agg.SetOrder

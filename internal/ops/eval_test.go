@@ -99,8 +99,8 @@ func TestLevels(t *testing.T) {
 	}
 	want := [][]string{
 		{"comment-author", "membership-group-name", "user-posts", "group-members", "post-comment-count",
-			"user-post-count", "user-comment-count", "folder-file-count", "folder-size", "global-post-count", "post-daily-comments",
-			"post-last-comment", "folder-oldest-upload"},
+			"user-post-count", "user-comment-count", "group-role-count", "folder-file-count", "folder-size", "global-post-count", "post-daily-comments",
+			"post-last-comment", "folder-oldest-upload", "folder-daily-files"},
 		{"member-name", "group-member-count", "user-latest-post", "post-recent-comments"},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -165,6 +165,8 @@ func TestObserve(t *testing.T) {
 			item: record.Item{"pk": S("USER#u1"), "sk": S("GROUP#g1"), "gsi2pk": S("GROUP#g1"), "gsi2sk": S("USER#u1"), "role": S("admin"), "groupName": S("G")},
 			mirrors: map[string]map[plan.Key]MirrorWant{"group-members": {key("GROUP#g1", "USER#u1"): {Source: key("USER#u1", "GROUP#g1"),
 				Item: record.Item{"pk": S("GROUP#g1"), "sk": S("USER#u1"), "gsi1pk": S("USER#u1"), "gsi1sk": S("MEMBER#g1"), "role": S("admin")}}}},
+			// and one source of its group's reference item for the role admin
+			totals: totals{"group-role-count": {plan.DistinctRef(key("GROUP#g1", "METADATA"), "group-role-count", "Sadmin"): "1"}},
 		},
 		{
 			name:   "file: counted and summed",

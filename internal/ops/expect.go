@@ -29,6 +29,8 @@ type Expected struct {
 	// Mirrors: mirror key -> the mirror that should be there.
 	Mirrors []map[plan.Key]MirrorWant
 	// Totals: target key -> the count or sum of its members (zero totals are left out).
+	// For a distinct rule: reference item key (plan.DistinctRef) -> how many sources hold
+	// its value; DistinctTotal gives a target's count.
 	Totals []map[plan.Key]value.Number
 	// Extremes: target key -> the max or min of its sources' values (targets without a
 	// source are left out).
@@ -39,6 +41,8 @@ type Expected struct {
 	Tops  []map[plan.Key][]value.TopEntry
 	kinds []rules.Kind // per rule, for merging extremes
 	ns    []int        // per rule, for merging top lists
+	// distinct is worked out from Totals once the sources pass is over (DistinctTotal).
+	distinct distinctIndex
 }
 
 // LatestWant is the source a latest target copies: its by value, key and attributes.
@@ -62,7 +66,7 @@ func (ev *Evaluator) NewExpected() *Expected {
 			e.Copies[i] = map[plan.Key]CopyValues{}
 		case rules.KindMirror:
 			e.Mirrors[i] = map[plan.Key]MirrorWant{}
-		case rules.KindCount, rules.KindSum:
+		case rules.KindCount, rules.KindSum, rules.KindDistinct:
 			e.Totals[i] = map[plan.Key]value.Number{}
 		case rules.KindMax, rules.KindMin:
 			e.Extremes[i] = map[plan.Key]types.AttributeValue{}
@@ -120,7 +124,7 @@ func (w *Worker) Observe(item record.Item, which []int, exp *Expected) []Problem
 				}
 				exp.Mirrors[i][wr.Target] = MirrorWant{Source: key, Item: wr.Item}
 			}
-		case rules.KindCount, rules.KindSum:
+		case rules.KindCount, rules.KindSum, rules.KindDistinct:
 			for _, d := range rp.Deltas {
 				addTotal(exp.Totals[i], d.Target, d.Amount)
 			}

@@ -43,7 +43,10 @@ func TestVerifyAndRepairExtremes(t *testing.T) {
 	rep := fx.run(cfg)
 	// product x's latest offer is o3: listed the same day as o1, its key is greater.
 	// p1's recentComments are missing: the visible comments c and a.
-	want := map[string]int{"post-last-comment": 2, "post-first-comment": 1, "product-cheapest": 1, "product-latest-offer": 1, "post-recent-comments": 1}
+	// x's sellerCount is missing, and so are the reference items of its sellers s1 and s2,
+	// which have active offers (o2 is inactive).
+	want := map[string]int{"post-last-comment": 2, "post-first-comment": 1, "product-cheapest": 1, "product-latest-offer": 1, "post-recent-comments": 1,
+		"product-sellers": 3}
 	if got := drift(rep); !reflect.DeepEqual(got, want) {
 		t.Errorf("drift %v, want %v", got, want)
 	}
@@ -78,6 +81,9 @@ func TestVerifyAndRepairExtremes(t *testing.T) {
 	}
 	if it := get("PRODUCT#x", "PRODUCT"); !reflect.DeepEqual(it["latestPrice"], nv("20")) || !reflect.DeepEqual(it["latestOfferActive"], &types.AttributeValueMemberBOOL{Value: true}) {
 		t.Errorf("latest offer of x: %v %v, want o3's 20 and true", it["latestPrice"], it["latestOfferActive"])
+	}
+	if v, _ := get("PRODUCT#x", "PRODUCT")["sellerCount"].(*types.AttributeValueMemberN); v == nil || v.Value != "2" {
+		t.Errorf("sellerCount of x: %v, want 2", v)
 	}
 	if v, _ := get("PRODUCT#x", "PRODUCT")["cheapestPrice"].(*types.AttributeValueMemberN); v == nil || v.Value != "20" {
 		t.Errorf("cheapestPrice of x: %v, want 20 (DynamoDB normalizes 20.0)", v)

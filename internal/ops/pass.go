@@ -184,7 +184,7 @@ func (r *runner) check(ctx context.Context, w *Worker, pool chan *repairer, seg 
 	ev := r.cfg.Eval
 	seen := ev.NewSeen()
 	stats := map[string]*RuleStats{}
-	var drifts, counters []Drift
+	var drifts, counters, distinct []Drift
 	for _, it := range items {
 		c := w.Check(record.Item(it), which, exp, seen)
 		for _, i := range c.Rules {
@@ -194,7 +194,8 @@ func (r *runner) check(ctx context.Context, w *Worker, pool chan *repairer, seg 
 			r.problem(stats, pb)
 		}
 		if r.cfg.Repair {
-			drifts, counters = append(drifts, c.Drifts...), append(counters, c.Counters...)
+			// A distinct's reference items are decided with their target.
+			drifts, counters, distinct = append(drifts, c.Drifts...), append(counters, c.Counters...), append(distinct, c.Distinct...)
 		} else {
 			drifts = append(drifts, c.Differing()...)
 		}
@@ -203,6 +204,9 @@ func (r *runner) check(ctx context.Context, w *Worker, pool chan *repairer, seg 
 		return err
 	}
 	if err := r.decideCounters(ctx, pool, counters, sv, stats); err != nil {
+		return err
+	}
+	if err := r.decideDistinct(ctx, pool, distinct, exp, sv, stats); err != nil {
 		return err
 	}
 	seg.mu.Lock()
@@ -223,6 +227,9 @@ func (r *runner) repairAll(ctx context.Context, drifts []Drift, sv stateVersions
 	}
 	var others, counters []Drift
 	for i := range drifts {
+		if r.cfg.Repair && ev.rules[drifts[i].Rule].r.Kind == rules.KindDistinct {
+			continue // a missing reference item: decided with its target in the targets pass
+		}
 		if !drifts[i].NoTarget {
 			r.stats(stats, drifts[i].Rule).Checked++
 		}

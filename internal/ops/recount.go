@@ -29,7 +29,9 @@ func Recountable(spec table.Spec, r *rules.CompiledRule) bool { return sourceQue
 // must be a variable of the target's key templates: a source adding to a target has the
 // target's values for them, so it is in the partition the target renders.
 func sourceQueryOf(spec table.Spec, r *rules.CompiledRule) *sourceQuery {
-	if !r.Kind.Aggregate() {
+	if r.Kind != rules.KindCount && r.Kind != rules.KindSum {
+		// A distinct's reference items are decided from the scan alone: one moved during
+		// the run is left for the next (recounting one value would read every source).
 		return nil
 	}
 	// A target's key may hold a variable only as a time bucket ({createdAt:day}), which

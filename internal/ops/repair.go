@@ -52,6 +52,8 @@ func (rp *repairer) repair(ctx context.Context, d *Drift) (Outcome, error) {
 		return rp.mirror(ctx, d)
 	case rules.KindCount, rules.KindSum:
 		return Failed, errors.New("counts and sums are decided per target (runner.counters), not repaired one by one")
+	case rules.KindDistinct:
+		return Failed, errors.New("distinct targets are decided with their reference items (runner.decideDistinct), not repaired one by one")
 	case rules.KindMax, rules.KindMin:
 		return rp.extreme(ctx, d)
 	case rules.KindLatest:
@@ -307,7 +309,11 @@ func (rp *repairer) top(ctx context.Context, d *Drift) (Outcome, error) {
 	if err != nil {
 		return Failed, err
 	}
-	e, err := apply.TopWrite(rp.db.spec.PartitionKey, rp.w.ev.rules[d.Rule].r, d.Got, next)
+	r := rp.w.ev.rules[d.Rule].r
+	if d.Got == nil && len(next) == 0 {
+		return Resolved, nil // a bucket item no source creates
+	}
+	e, err := apply.TopWrite(rp.db.spec, r, d.Key, d.Got, next)
 	if err != nil {
 		return Failed, err
 	}
@@ -323,7 +329,10 @@ func (rp *repairer) latest(ctx context.Context, d *Drift) (Outcome, error) {
 	if err != nil {
 		return Failed, err
 	}
-	e, err := apply.LatestWrite(rp.db.spec.PartitionKey, r, d.Got, best)
+	if d.Got == nil && best == nil {
+		return Resolved, nil // a bucket item no source creates
+	}
+	e, err := apply.LatestWrite(rp.db.spec, r, d.Key, d.Got, best)
 	if err != nil {
 		return Failed, err
 	}

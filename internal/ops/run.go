@@ -242,6 +242,7 @@ func (r *runner) run(ctx context.Context) error {
 		if err := r.repairAll(ctx, drifts, sv, final); err != nil {
 			return err
 		}
+
 		rs.Final, rs.Done = final, true
 		// A finished round's expectations are no longer needed: keep them out of memory
 		// and out of every later checkpoint.

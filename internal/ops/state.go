@@ -47,6 +47,9 @@ func (d *db) setState(ctx context.Context, rs []*rules.CompiledRule, k plan.Key,
 // targets and its value is not zero. A refused copy (a newer one landed, or no target) is
 // not an error.
 func (d *db) copyState(ctx context.Context, rs []*rules.CompiledRule, k plan.Key, state record.Item) error {
+	if plan.IsDistinctRef(k) {
+		return nil // a reference item has no copy: its record moves its target's state
+	}
 	also := make([]string, 0, len(rs))
 	var creator *rules.CompiledRule
 	for _, r := range rs {

@@ -321,6 +321,10 @@ func watermarkOf(d Delta, pk string) string {
 		return ""
 	case d.Target.PK == pk:
 		return rules.WatermarkAttr
+	case d.Rule.Kind == rules.KindDistinct && !d.Rule.Relay && d.Target.PK == rules.RelayPrefix+pk:
+		// A distinct's reference item, which its sources in the target's partition
+		// reach in that partition's order.
+		return rules.WatermarkAttr
 	case len(pk) == len(rules.RelayPrefix)+len(d.Target.PK) && pk[:len(rules.RelayPrefix)] == rules.RelayPrefix && pk[len(rules.RelayPrefix):] == d.Target.PK:
 		return rules.RelayWatermarkAttr
 	}

@@ -31,7 +31,13 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		fmt.Fprintln(w, "  no image (a REMOVE without OldImage: the item was already gone): nothing to apply, counted as RecordsWithoutImage")
 		return
 	}
-	if strings.HasPrefix(p.PK, rules.RelayPrefix) {
+	if strings.HasPrefix(p.PK, rules.RelayPrefix) && strings.HasPrefix(p.SK, rules.DistinctRefPrefix) {
+		if len(p.Deltas) == 0 {
+			fmt.Fprintln(w, "  distinct reference item: the number of sources holding its value stayed above zero, or at zero: the distinct count does not move")
+			return
+		}
+		fmt.Fprintln(w, "  distinct reference item: the number of sources holding its value went from 0 to some (+1) or from some to 0 (-1)")
+	} else if strings.HasPrefix(p.PK, rules.RelayPrefix) {
 		if len(p.Deltas) == 0 {
 			fmt.Fprintln(w, "  relay item: no relay write moved its sequence number (an expiry, or a write by someone else): nothing to apply")
 			return
@@ -74,10 +80,17 @@ func (p *RecordPlan) Describe(w io.Writer) {
 				mode = "relayed: one UpdateItem of this source's relay item, guarded by the source's sequence number; the relay item's record adds it to the target's state under its relay watermark"
 			}
 		}
+		if IsDistinctRef(d.Target) {
+			mode = strings.Replace(mode, "the target's state item", "the reference item", 1)
+			mode = strings.Replace(mode, "the state item's", "the reference item's", 1)
+			mode = strings.Replace(mode, "; then the copy", "; its record moves the distinct count when the number crosses zero", 1)
+			fmt.Fprintf(w, "  %s: ADD %s %s on the reference item of value %s, %s (%s)\n", d.Rule.Name, d.Rule.Agg.Attribute, signed(d.Amount), value.Brief(d.Value), d.Target, mode)
+			continue
+		}
 		fmt.Fprintf(w, "  %s: ADD %s %s on %s (%s)\n", d.Rule.Name, d.Rule.Agg.Attribute, signed(d.Amount), d.Target, mode)
 	}
 	for _, f := range p.Refreshes {
-		fmt.Fprintf(w, "  %s is a count or sum target the application wrote: read its state item (one consistent GetItem) and put back the copy if it differs, on condition that %s is not above the state's version\n", f.Target, rules.CopyVersionAttr)
+		fmt.Fprintf(w, "  %s is a count, sum or distinct target the application wrote: read its state item (one consistent GetItem) and put back the copy if it differs, on condition that %s is not above the state's version\n", f.Target, rules.CopyVersionAttr)
 	}
 	for _, wr := range p.Writes {
 		switch {
@@ -134,15 +147,8 @@ func describeExtreme(w io.Writer, x Extreme) {
 	recompute := fmt.Sprintf("recompute the %s of %s over the %ss it finds (%s, every page, projecting only what the rule reads) and write it on condition that %s is still as read (REMOVE when none is left)",
 		r.Kind, r.Agg.Value, r.Source.Name, query, attr)
 	if x.Raise != nil {
-		create := ""
-		if r.CreatesBuckets() {
-			create = ", creating the bucket item if it does not exist"
-			if r.TTL > 0 {
-				create += fmt.Sprintf(" (with its expiry, %s after its bucket ends)", r.Agg.TTL)
-			}
-		}
 		fmt.Fprintf(w, "  %s: SET %s = %s on %s if it is absent or %s%s (one conditional UpdateItem; idempotent, a refusal is normal)\n",
-			r.Name, attr, value.Brief(x.Raise), x.Target, than, create)
+			r.Name, attr, value.Brief(x.Raise), x.Target, than, creates(r))
 	}
 	if x.Recheck != nil {
 		fmt.Fprintf(w, "  %s: %s left %s: read %s (one consistent GetItem); if it is not %s than %s, it may have been the %s: %s\n",
@@ -195,6 +201,19 @@ func attrList(item map[string]types.AttributeValue) string {
 	return strings.Join(parts, ", ")
 }
 
+// creates says that a raise of r creates its bucket item, with its expiry ("" when r does
+// not create its targets).
+func creates(r *rules.CompiledRule) string {
+	if !r.CreatesBuckets() {
+		return ""
+	}
+	s := ", creating the bucket item if it does not exist"
+	if r.TTL > 0 {
+		s += fmt.Sprintf(" (with its expiry, %s after its bucket ends)", r.Agg.TTL)
+	}
+	return s
+}
+
 // describeLatest is describeExtreme for latest: the order is (by, source key).
 func describeLatest(w io.Writer, x Extreme) {
 	r := x.Rule
@@ -202,8 +221,8 @@ func describeLatest(w io.Writer, x Extreme) {
 	recompute := fmt.Sprintf("recompute: find the %s greatest by %s, then by key (%s, every page) and copy its %s, on condition that %s and %s are still as read (REMOVE them when none is left)",
 		r.Source.Name, r.Agg.By, query, strings.Join(r.Agg.SetOrder, ", "), r.LatestBy, r.LatestKey)
 	if x.Raise != nil {
-		fmt.Fprintf(w, "  %s: %s on %s, %s = %s, %s = %q, if %s is absent or less, or equal with a key not greater (one conditional UpdateItem; idempotent, a refusal is normal)\n",
-			r.Name, setRemove(x.Set, x.Remove), x.Target, r.LatestBy, value.Brief(x.Raise), r.LatestKey, x.Key, r.LatestBy)
+		fmt.Fprintf(w, "  %s: %s on %s, %s = %s, %s = %q, if %s is absent or less, or equal with a key not greater%s (one conditional UpdateItem; idempotent, a refusal is normal)\n",
+			r.Name, setRemove(x.Set, x.Remove), x.Target, r.LatestBy, value.Brief(x.Raise), r.LatestKey, x.Key, r.LatestBy, creates(r))
 	}
 	if x.Recheck != nil {
 		fmt.Fprintf(w, "  %s: %s of %q left %s: read %s and %s (one consistent GetItem); if they are not after it, it may have been the latest: %s\n",
@@ -231,7 +250,7 @@ func describeTop(w io.Writer, x Extreme) {
 	r := x.Rule
 	a := r.Agg
 	read := fmt.Sprintf("read %s and %s of %s (one consistent GetItem)", a.Attribute, r.ExtremeVersion, x.Target)
-	write := fmt.Sprintf("write the list and %s + 1 on condition that %s is still as read (one UpdateItem; none when the list is unchanged)", r.ExtremeVersion, r.ExtremeVersion)
+	write := fmt.Sprintf("write the list and %s + 1 on condition that %s is still as read%s (one UpdateItem; none when the list is unchanged)", r.ExtremeVersion, r.ExtremeVersion, creates(r))
 	refill := fmt.Sprintf("refill it from %s (every page): the %d greatest %ss by %s, then by key", sourcesQuery(x), a.N, r.Source.Name, a.By)
 	if x.Raise != nil {
 		fmt.Fprintf(w, "  %s: %s; put the entry {%s} in place of %q's, keeping the %d greatest by %s, then by key; if the list held %d and this listed entry fell, %s; %s\n",

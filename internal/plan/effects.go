@@ -25,6 +25,9 @@ type Delta struct {
 	Rule   *rules.CompiledRule
 	Target Key
 	Amount value.Number
+	// Value, for a distinct rule's delta to a reference item (DistinctRef), is the value
+	// the item stands for, for `denorm explain`.
+	Value types.AttributeValue
 }
 
 // Write is a version-guarded write of one target found by key: a copy (Set/Remove), a

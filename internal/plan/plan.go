@@ -45,6 +45,9 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 	if sk, ok := c.Keys[s.Table.SortKey].(*types.AttributeValueMemberS); ok {
 		rp.SK = sk.Value
 	}
+	if strings.HasPrefix(rp.PK, rules.RelayPrefix) && strings.HasPrefix(rp.SK, rules.DistinctRefPrefix) {
+		return p.distinctRef(c, rp), nil
+	}
 	if strings.HasPrefix(rp.PK, rules.RelayPrefix) {
 		return p.relayed(c, rp), nil
 	}
@@ -169,6 +172,8 @@ func (e *eval) source(r *rules.CompiledRule) error {
 		return e.mirror(r, wasSrc, isSrc)
 	case rules.KindCount, rules.KindSum:
 		return e.aggregate(r, wasSrc, isSrc)
+	case rules.KindDistinct:
+		return e.distinct(r, wasSrc, isSrc)
 	case rules.KindMax, rules.KindMin, rules.KindLatest, rules.KindTop:
 		return e.extreme(r, wasSrc, isSrc)
 	default:

@@ -67,10 +67,10 @@ func ParseTTL(s string) (time.Duration, error) {
 	return time.Duration(n) * unit, nil
 }
 
-// CreatesBuckets reports whether r is a count, sum, max or min whose target's key holds a
-// time bucket: its targets are created by their first source.
+// CreatesBuckets reports whether r is a count, sum, max, min, latest or top whose target's
+// key holds a time bucket: its targets are created by their first source.
 func (r *CompiledRule) CreatesBuckets() bool {
-	return (r.Kind.Aggregate() || r.Kind == KindMax || r.Kind == KindMin) && r.Target != nil && len(r.Target.Buckets()) > 0
+	return r.Kind != KindCopy && r.Kind != KindMirror && r.Kind != KindDistinct && r.Target != nil && len(r.Target.Buckets()) > 0
 }
 
 // Expiry returns the TTL of count or sum rule r's target at key pk/sk: r's ttl after the

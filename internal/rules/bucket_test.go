@@ -77,10 +77,10 @@ func TestValidateBuckets(t *testing.T) {
     count: {of: Comment, into: PostDay, attribute: comments, missingTarget: create, ttl: 90d}
   - name: b
     sum: {of: Comment, into: PostDay, value: likes, attribute: likes, missingTarget: create}
-`, []want{{`23:10: rule "b"`, `rule "a" (line 20) gives PostDay ttl 90d and this rule no ttl: an item has one expiry, written by whichever rule creates it: give every count and sum into PostDay the same ttl`}}},
+`, []want{{`23:10: rule "b"`, `rule "a" (line 20) gives PostDay ttl 90d and this rule no ttl: an item has one expiry, written by whichever rule creates it: give every rule into PostDay the same ttl`}}},
 		{"copy into a bucket", `  - name: a
     copy: {from: Comment, to: PostDay, via: key, set: {text: text}}
-`, []want{{`21:31: rule "a"`, `PostDay's sk "DAY#{createdAt:day}" holds a time bucket ({createdAt:day}): a bucket item stands for every source of its day, which only a count, sum, max or min can keep, and a copy writes one target per source: write {createdAt} without a width in PostDay's templates, or count, sum, max or min into PostDay`}}},
+`, []want{{`21:31: rule "a"`, `PostDay's sk "DAY#{createdAt:day}" holds a time bucket ({createdAt:day}): a bucket item stands for every source of its day, which only a count, sum, max, min, latest or top can keep, and a copy writes one target per source: write {createdAt} without a width in PostDay's templates, or count, sum, max, min, latest or top into PostDay`}}},
 		{"mirror into a bucket", `  - name: a
     mirror: {from: Comment, to: PostDay, attributes: [text]}
 `, []want{{`21:33: rule "a"`, `a mirror writes one target per source`}}},

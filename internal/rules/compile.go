@@ -237,11 +237,18 @@ func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRul
 		m := fr.Mirror
 		r.Source, r.Target = byName[m.From], byName[m.To]
 		r.Watched = append(r.Watched, m.Attributes...)
-	case KindCount, KindSum, KindMax, KindMin, KindLatest, KindTop:
+	case KindCount, KindSum, KindMax, KindMin, KindLatest, KindTop, KindDistinct:
 		a := fr.Agg
 		r.Source, r.Target = byName[a.Of], byName[a.Into]
 		r.Watched = append(r.Watched, a.WhereOrder...)
-		if a.Value != "" {
+		if name, isVar := KeyVar(a.Value); isVar {
+			// A distinct of a key variable: an index key holding it can change in place.
+			for _, k := range r.Source.Keys {
+				if k.Attr != f.Table.PartitionKey && k.Attr != f.Table.SortKey && contains(k.T.Vars(), name) {
+					r.Watched = appendUniq(r.Watched, k.Attr)
+				}
+			}
+		} else if a.Value != "" {
 			r.Watched = appendUniq(r.Watched, a.Value)
 		}
 		if a.By != "" {

@@ -134,10 +134,6 @@ func (rc ruleCheck) checkExtreme(a *Aggregate, of, into *entityInfo) {
 		return
 	}
 	spec := rc.v.f.Table
-	if bs := bucketsOf(into, []string{spec.PartitionKey, spec.SortKey}); len(bs) > 0 && rc.r.Kind != KindMax && rc.r.Kind != KindMin {
-		rc.add(rc.pos(k+".into", k), "%s into a time bucket (%s's %s) is not supported yet: keep the %s on an item without a bucket, or keep a max or min per bucket", k, into.e.Name, bs[0], k)
-		return
-	}
 	if _, ok, why := rc.v.extremeQuery(a, of, into); !ok {
 		pkT := into.tmpl[spec.PartitionKey].String()
 		project := ""

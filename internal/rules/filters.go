@@ -39,7 +39,7 @@ func (s *Set) FilterPatterns() ([]string, error) {
 		if r.Kind == KindCopy || r.Agg != nil {
 			add(r.Target)
 		}
-		if r.Relay {
+		if r.Relay || r.Kind == KindDistinct { // a distinct's reference items are there too
 			prefixes[RelayPrefix] = true
 		}
 	}

@@ -23,9 +23,10 @@ var (
 	mirrorFields      = []string{"from", "to", "attributes"}
 	countFields       = []string{"of", "into", "attribute", "where", "onExpiry", "missingTarget", "ttl", "exactlyOnce"}
 	sumFields         = []string{"of", "into", "value", "attribute", "where", "onExpiry", "missingTarget", "ttl", "exactlyOnce"}
+	distinctFields    = []string{"of", "into", "value", "attribute", "where", "onExpiry", "missingTarget", "exactlyOnce"}
 	extremeFields     = []string{"of", "into", "value", "attribute", "where", "ttl"}
-	latestFields      = []string{"of", "into", "by", "set", "where"}
-	topFields         = []string{"of", "into", "by", "n", "attribute", "set", "entryBytes", "where"}
+	latestFields      = []string{"of", "into", "by", "set", "where", "ttl"}
+	topFields         = []string{"of", "into", "by", "n", "attribute", "set", "entryBytes", "where", "ttl"}
 )
 
 // decodeFile fills d.f from the root node.

@@ -18,7 +18,7 @@ func (d *yamlDecoder) decodeRules(n *yaml.Node) {
 		r := Rule{Pos: posOf(item), Fields: map[string]Pos{}}
 		ctx := fmt.Sprintf("rule #%d", i+1)
 		if item.Kind != yaml.MappingNode {
-			d.drop(ctx, item, "a rule must be a mapping with a name and one of copy, mirror, count or sum, found %s", describe(item))
+			d.drop(ctx, item, "a rule must be a mapping with a name and one of copy, mirror, count, sum, distinct, max, min, latest or top, found %s", describe(item))
 			d.f.Rules = append(d.f.Rules, r)
 			return
 		}
@@ -103,7 +103,7 @@ func (d *yamlDecoder) decodeKind(r *Rule, n *yaml.Node, ctx string) {
 				d.unknownField(e, ctx, k, mirrorFields)
 			}
 		}
-	case KindCount, KindSum, KindMax, KindMin, KindLatest, KindTop:
+	case KindCount, KindSum, KindMax, KindMin, KindLatest, KindTop, KindDistinct:
 		r.Agg = d.decodeAgg(r, n, ctx)
 	default:
 		d.problem(r.Fields[k], ctx, "rule kind %s is listed in rules.Kinds but has no decoder", k)
@@ -127,6 +127,8 @@ func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 	switch r.Kind {
 	case KindSum:
 		allowed = sumFields
+	case KindDistinct:
+		allowed = distinctFields
 	case KindMax, KindMin:
 		allowed = extremeFields
 	case KindLatest:
@@ -188,19 +190,24 @@ func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 			a.Attribute, _ = d.str(e.valNode, ctx, k+".attribute")
 		case "value":
 			if r.Kind == KindCount {
-				d.problem(e.keyPos, ctx, "count has no value: it adds 1 per item; use sum to add up an attribute")
+				d.problem(e.keyPos, ctx, "count has no value: it adds 1 per item; use sum to add up an attribute, or distinct to count its different values")
 				continue
 			}
 			a.Value, _ = d.str(e.valNode, ctx, k+".value")
+		case "ttl":
+			if r.Kind == KindDistinct {
+				d.problem(e.keyPos, ctx, "distinct has no ttl: it cannot count into a time bucket yet; count into an entity without a bucket in its keys; allowed: %s", strings.Join(allowed, ", "))
+				delete(r.Fields, k+".ttl") // reported here, not again as a bad duration
+				continue
+			}
+			// Read as written: "ttl: 90" (a number without a unit) is reported by Validate.
+			a.TTL, _ = d.str(e.valNode, ctx, k+".ttl")
 		case "onExpiry":
 			a.OnExpiry, _ = d.str(e.valNode, ctx, k+".onExpiry")
 		case "missingTarget":
 			a.MissingTarget, _ = d.str(e.valNode, ctx, k+".missingTarget")
 		case "exactlyOnce":
 			a.ExactlyOnce, _ = d.str(e.valNode, ctx, k+".exactlyOnce")
-		case "ttl":
-			// Read as written: "ttl: 90" (a number without a unit) is reported by Validate.
-			a.TTL, _ = d.str(e.valNode, ctx, k+".ttl")
 		case "where":
 			for _, we := range d.entries(e.valNode, ctx, k+".where") {
 				r.Fields[k+".where."+we.key] = we.keyPos

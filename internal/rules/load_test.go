@@ -63,7 +63,7 @@ func TestParseShapeProblems(t *testing.T) {
 		{"rules not a list", "version: 1\nentities:\n  U: {pk: \"U#{id}\", sk: U}\nrules: {name: a}\n",
 			[]want{{`4:8`, "rules must be a list, found a mapping"}}},
 		{"rule not a mapping", "version: 1\nentities:\n  U: {pk: \"U#{id}\", sk: U}\nrules:\n  - copy\n",
-			[]want{{`5:5: rule #1`, "a rule must be a mapping with a name and one of copy, mirror, count or sum"}}},
+			[]want{{`5:5: rule #1`, "a rule must be a mapping with a name and one of copy, mirror, count, sum, distinct, max, min, latest or top"}}},
 		{"kind not a mapping", "version: 1\nentities:\n  U: {pk: \"U#{id}\", sk: U}\nrules:\n  - {name: a, copy: U}\n",
 			[]want{{`5:21: rule "a"`, "copy must be a mapping (name: value ...), found \"U\""}}},
 		{"unknown rule field", "version: 1\nentities:\n  U: {pk: \"U#{id}\", sk: U, attributes: [n, c]}\nrules:\n  - {name: a, cuont: {of: U, into: U, attribute: c}}\n", []want{
@@ -114,8 +114,8 @@ func TestParseSocial(t *testing.T) {
 	if !reflect.DeepEqual(f.Table, table.Default()) {
 		t.Errorf("table = %+v, want the default spec written out", f.Table)
 	}
-	if len(f.Entities) != 11 || len(f.Rules) != 17 {
-		t.Fatalf("%d entities, %d rules; want 11 and 17", len(f.Entities), len(f.Rules))
+	if len(f.Entities) != 12 || len(f.Rules) != 19 {
+		t.Fatalf("%d entities, %d rules; want 12 and 19", len(f.Entities), len(f.Rules))
 	}
 	c := f.Entities[3]
 	if c.Name != "Comment" || c.Keys["gsi1pk"] != "USER#{userId}" ||

@@ -70,16 +70,20 @@ const (
 	KindMin    Kind = "min"
 	KindLatest Kind = "latest"
 	KindTop    Kind = "top"
+	// KindDistinct counts the different values of an attribute (or key variable) among a
+	// target's sources: a count of reference-count items, one per (target, value).
+	KindDistinct Kind = "distinct"
 )
 
 // Kinds is every rule kind. Code that handles kinds switches on each explicitly and fails
 // in its default branch; tests run every kind through every such switch, so a kind added
 // here and missed somewhere fails a test instead of being silently treated as another.
-var Kinds = []Kind{KindCopy, KindMirror, KindCount, KindSum, KindMax, KindMin, KindLatest, KindTop}
+var Kinds = []Kind{KindCopy, KindMirror, KindCount, KindSum, KindMax, KindMin, KindLatest, KindTop, KindDistinct}
 
-// Aggregate reports whether k keeps a value added up over many sources (count, sum): one
-// applied as deltas, exactly once. min and max are no aggregates in this sense (Extreme).
-func (k Kind) Aggregate() bool { return k == KindCount || k == KindSum }
+// Aggregate reports whether k keeps a value added up over many sources (count, sum,
+// distinct): one applied as deltas to a state item, exactly once, and copied onto the
+// target. min and max are no aggregates in this sense (Extreme).
+func (k Kind) Aggregate() bool { return k == KindCount || k == KindSum || k == KindDistinct }
 
 // Extreme reports whether k keeps the greatest or least value over many sources (max, min)
 // or the attributes of the source greatest by a sort attribute (latest), or a list of the
@@ -157,7 +161,9 @@ type Mirror struct {
 type Aggregate struct {
 	Of, Into  string
 	Attribute string
-	Value     string // sum: the numeric attribute summed; max, min: the number or string compared
+	// Value is, for sum, the numeric attribute summed; for max and min, the number or string
+	// compared; for distinct, the attribute (or "{keyVar}") whose different values count.
+	Value string
 	// By, for latest: the number or string attribute that orders the sources (ties broken
 	// by the source's key). Set maps target attribute -> source attribute copied from the
 	// greatest source; SetOrder keeps file order. latest has no Attribute or Value.

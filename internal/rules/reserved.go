@@ -21,6 +21,13 @@ const (
 	// its stream record carries them to the target's state item. All relay items of one
 	// target partition share a partition, so their records come in order on one shard.
 	RelayPrefix = ReservedPrefix + "#r#"
+	// DistinctRefPrefix starts the sort key of a distinct rule's reference item, in the
+	// relay partition of its target (RelayPrefix + the target's partition key):
+	// DistinctRefPrefix + the rule's name + "#" + a digest of the value + "#" + the target's
+	// sort key (plan.DistinctRef). It holds, under the rule's attribute, how many sources
+	// of the target hold that value; its stream record moves the target's distinct count
+	// when that number goes from 0 to 1 or back.
+	DistinctRefPrefix = "d#"
 	// JobPrefix starts the partition key of fan-out job items: their stream records continue
 	// a paged fan-out.
 	JobPrefix = ReservedPrefix + "#job#"
@@ -59,6 +66,11 @@ const (
 	// deltas the state holds (sources in other partitions, through RelayPrefix items).
 	RelayWatermarkAttr = ReservedPrefix + "_wr"
 )
+
+// RefRepairAttr, on a distinct rule's reference item, rises by one with every write of it
+// by `denorm backfill` or a repair, which sets the target's state in the same
+// transaction: the stream processor leaves such a write's record alone.
+const RefRepairAttr = ReservedPrefix + "_rp"
 
 // CopyVersionAttr is the one attribute counts and sums add to the application's target
 // item: the state version its aggregate attributes were copied from. A copy is written on

@@ -74,6 +74,11 @@ func (rc ruleCheck) checkAggBucket(a *Aggregate, into *entityInfo) {
 		}
 		return
 	}
+	if rc.r.Kind == KindDistinct {
+		rc.add(rc.pos("distinct.into", "distinct"), "%s's %s holds a time bucket ({%s:%s}), and distinct cannot count into a bucket yet (its reference items would outlive the bucket): count into an entity without a bucket in its keys",
+			into.e.Name, bs[0], bs[0].name, bs[0].width)
+		return
+	}
 	if a.MissingTarget != MissingCreate && !rc.r.Kind.Extreme() { // max and min create bucket items
 		what := "the default, skip,"
 		if a.MissingTarget != "" {
@@ -108,7 +113,7 @@ func (rc ruleCheck) bucketTarget(dst *entityInfo, field string) bool {
 		return false
 	}
 	b := bs[0]
-	rc.add(rc.pos(field, strings.SplitN(field, ".", 2)[0]), "%s's %s holds a time bucket ({%s:%s}): a bucket item stands for every source of its %s, which only a count, sum, max or min can keep, and a %s writes one target per source: write {%s} without a width in %s's templates, or count, sum, max or min into %s",
+	rc.add(rc.pos(field, strings.SplitN(field, ".", 2)[0]), "%s's %s holds a time bucket ({%s:%s}): a bucket item stands for every source of its %s, which only a count, sum, max, min, latest or top can keep, and a %s writes one target per source: write {%s} without a width in %s's templates, or count, sum, max, min, latest or top into %s",
 		dst.e.Name, b, b.name, b.width, b.width, rc.r.Kind, b.name, dst.e.Name, dst.e.Name)
 	return true
 }
@@ -123,7 +128,7 @@ func (v *validator) checkBucketTTLs() {
 	seen := map[string]first{}
 	for i := range v.f.Rules {
 		r := &v.f.Rules[i]
-		if r.Agg == nil || !(r.Kind.Aggregate() || r.Kind == KindMax || r.Kind == KindMin) || v.ents[r.Agg.Into] == nil {
+		if r.Agg == nil || r.Kind == KindDistinct || v.ents[r.Agg.Into] == nil {
 			continue
 		}
 		norm := ""
@@ -140,7 +145,7 @@ func (v *validator) checkBucketTTLs() {
 		}
 		if f.norm != norm {
 			k := string(r.Kind)
-			rc.add(rc.pos(k+".ttl", k), "%s (line %d) gives %s %s and this rule %s: an item has one expiry, written by whichever rule creates it: give every count and sum into %s the same ttl",
+			rc.add(rc.pos(k+".ttl", k), "%s (line %d) gives %s %s and this rule %s: an item has one expiry, written by whichever rule creates it: give every rule into %s the same ttl",
 				f.ctx, f.line, r.Agg.Into, ttlText(f.ttl), ttlText(r.Agg.TTL), r.Agg.Into)
 		}
 	}

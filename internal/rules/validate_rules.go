@@ -53,9 +53,9 @@ func (v *validator) checkRules() {
 		case (r.Kind.Aggregate() || r.Kind.Extreme()) && r.Agg != nil && set == 1:
 			rc.checkAgg(r.Agg)
 		case r.Kind == "" && set == 0:
-			rc.add(r.Pos, "has no kind: add one of copy, mirror, count, sum, max, min or latest")
+			rc.add(r.Pos, "has no kind: add one of copy, mirror, count, sum, distinct, max, min, latest or top")
 		default:
-			rc.add(r.Pos, "kind %q does not match its sections: set exactly one of Copy, Mirror or Agg (count, sum, max, min and latest) to match Kind", r.Kind)
+			rc.add(r.Pos, "kind %q does not match its sections: set exactly one of Copy, Mirror or Agg (count, sum, distinct, max, min, latest and top) to match Kind", r.Kind)
 		}
 	}
 }
@@ -319,6 +319,10 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 	case rc.r.Kind == KindSum:
 		rc.read(of, a.Value, rc.pos("sum.value", "sum"), "sum.value")
 		rc.watch(of, a.Value)
+	case rc.r.Kind == KindDistinct && a.Value == "":
+		rc.add(rc.pos("distinct.value", "distinct"), "distinct needs value: the attribute of %s whose different values are counted, or \"{name}\" for a variable of its keys, e.g. value: userId", orName(a.Of, "the counted entity"))
+	case rc.r.Kind == KindDistinct:
+		rc.readSetSource(of, a.Value, rc.pos("distinct.value", "distinct"), "distinct.value")
 	case rc.r.Kind == KindLatest:
 		// by and set are checked by checkLatest
 	case rc.r.Kind == KindTop:
@@ -353,9 +357,7 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 	if rc.r.Kind.Extreme() {
 		rc.checkExtreme(a, of, into)
 	}
-	if !rc.r.Kind.Extreme() || rc.r.Kind == KindMax || rc.r.Kind == KindMin {
-		rc.checkAggBucket(a, into)
-	}
+	rc.checkAggBucket(a, into)
 	spec := rc.v.f.Table
 	pksk := []string{spec.PartitionKey, spec.SortKey}
 	// The variables that pick the target are watched: changing them moves the item from one

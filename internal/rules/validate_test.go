@@ -79,7 +79,7 @@ func TestValidateRules(t *testing.T) {
     count: {of: Post, into: User, attribute: postCount}
 `, []want{{`20:11: rule "a"`, `name "a" is already used by the rule on line 18`}}},
 		{"no kind", `  - name: a
-`, []want{{`18:5: rule "a"`, "has no kind: add one of copy, mirror, count, sum, max, min or latest"}}},
+`, []want{{`18:5: rule "a"`, "has no kind: add one of copy, mirror, count, sum, distinct, max, min, latest or top"}}},
 		{"two kinds", `  - name: a
     count: {of: Comment, into: Post, attribute: commentCount}
     sum: {of: Comment, into: Post, value: status, attribute: commentCount}

@@ -72,11 +72,14 @@ type Cleanup struct {
 	// Registry is true when the rule's version registry and fan-out job items (reserved
 	// items named after the rule) are deleted: no rule of that name copies any more.
 	Registry bool `json:"registry,omitempty"`
+	// Refs is true when the rule's distinct reference items (plan.DistinctRef) are
+	// deleted: no distinct rule of that name counts any more.
+	Refs bool `json:"refs,omitempty"`
 }
 
 // Empty reports whether the clean-up has nothing to do.
 func (c *Cleanup) Empty() bool {
-	return c == nil || len(c.Attributes) == 0 && len(c.State) == 0 && !c.Registry
+	return c == nil || len(c.Attributes) == 0 && len(c.State) == 0 && !c.Registry && !c.Refs
 }
 
 // Entity is one entity's change that changes which items it recognises.

@@ -23,6 +23,7 @@ func TestCompare(t *testing.T) {
 		attrs    string // comma-separated
 		state    string // counter attributes removed from state items
 		registry bool
+		refs     bool // a distinct rule's reference items deleted
 	}
 	for _, tc := range []struct {
 		name     string
@@ -37,15 +38,15 @@ func TestCompare(t *testing.T) {
 		{name: "rollout", action: true,
 			status:   map[string]rulesdiff.Status{"folder-size": rulesdiff.Changed, "user-comment-count": rulesdiff.Added, "comment-author": rulesdiff.Removed},
 			backfill: []string{"folder-size", "user-comment-count"},
-			cleanups: map[string]cleanup{"comment-author": {"Comment", "_dnv_comment-author,userAvatar,userName", "", true}}},
+			cleanups: map[string]cleanup{"comment-author": {"Comment", "_dnv_comment-author,userAvatar,userName", "", true, false}}},
 		{name: "copies", action: true,
 			status:   map[string]rulesdiff.Status{"comment-author": rulesdiff.Changed, "comment-email": rulesdiff.Added},
 			backfill: []string{"comment-author", "comment-email"},
 			// The rule stays: only the attribute it no longer copies goes, not its version.
-			cleanups: map[string]cleanup{"comment-author": {"Comment", "userAvatar", "", false}}},
+			cleanups: map[string]cleanup{"comment-author": {"Comment", "userAvatar", "", false, false}}},
 		{name: "renamed", action: true,
 			status:   map[string]rulesdiff.Status{"comment-user": rulesdiff.Renamed, "post-comments": rulesdiff.Renamed},
-			cleanups: map[string]cleanup{"comment-author": {"Comment", "_dnv_comment-author", "", true}}},
+			cleanups: map[string]cleanup{"comment-author": {"Comment", "_dnv_comment-author", "", true, false}}},
 		{name: "entity-keys", action: true,
 			status:   map[string]rulesdiff.Status{"comment-author": rulesdiff.Changed, "post-comment-count": rulesdiff.Changed},
 			backfill: []string{"comment-author", "post-comment-count"},
@@ -61,13 +62,19 @@ func TestCompare(t *testing.T) {
 			// onExpiry ignore and a dropped mirror attribute need no backfill.
 			backfill: []string{"folder-file-count", "user-post-count"},
 			cleanups: map[string]cleanup{
-				"user-posts":         {"UserPost", "status", "", false},
-				"user-post-count":    {"User", "postCount", "postCount", false},
-				"post-comment-count": {"Post", "_dn_cv,commentCount", "commentCount", false},
+				"user-posts":         {"UserPost", "status", "", false, false},
+				"user-post-count":    {"User", "postCount", "postCount", false, false},
+				"post-comment-count": {"Post", "_dn_cv,commentCount", "commentCount", false, false},
 			}},
 		// Changing the guard needs no backfill, only a verify once the stream drained.
 		{name: "exactly-once", action: true,
 			status: map[string]rulesdiff.Status{"user-post-count": rulesdiff.Changed}},
+		// A distinct counting another value needs a backfill; a removed one's reference
+		// items go with its attribute; a top's ttl applies to new bucket items only.
+		{name: "distinct", action: true,
+			status:   map[string]rulesdiff.Status{"product-reviewers": rulesdiff.Changed, "product-raters": rulesdiff.Removed, "product-day-best": rulesdiff.Changed},
+			backfill: []string{"product-reviewers"},
+			cleanups: map[string]cleanup{"product-raters": {"Product", "raters", "raters", false, true}}},
 		// 90d written as 2160h is no change; a shorter ttl applies to new bucket items only.
 		{name: "buckets", action: true,
 			status: map[string]rulesdiff.Status{"customer-daily-orders": rulesdiff.Changed, "customer-daily-revenue": rulesdiff.Changed}},
@@ -92,7 +99,7 @@ func TestCompare(t *testing.T) {
 			}
 			got := map[string]cleanup{}
 			for _, c := range d.Cleanups() {
-				got[c.Rule] = cleanup{c.Entity, strings.Join(c.Attributes, ","), strings.Join(c.State, ","), c.Registry}
+				got[c.Rule] = cleanup{c.Entity, strings.Join(c.Attributes, ","), strings.Join(c.State, ","), c.Registry, c.Refs}
 			}
 			if len(got) == 0 {
 				got = nil

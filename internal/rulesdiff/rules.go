@@ -37,18 +37,25 @@ func fields(r *rules.CompiledRule) []field {
 			field{"missingTarget", orDefault(a.MissingTarget, rules.MissingSkip)},
 			field{"exactlyOnce", exactlyOnce(r)},
 			field{"ttl", ttl(r)})
+	case rules.KindDistinct:
+		a := r.Agg
+		return []field{{"of", a.Of}, {"into", a.Into}, {"attribute", a.Attribute}, {"value", a.Value},
+			{"where", where(a.Where)},
+			{"onExpiry", orDefault(a.OnExpiry, rules.OnExpiryRemove)},
+			{"missingTarget", orDefault(a.MissingTarget, rules.MissingSkip)},
+			{"exactlyOnce", exactlyOnce(r)}}
 	case rules.KindMax, rules.KindMin:
 		a := r.Agg
 		return []field{{"of", a.Of}, {"into", a.Into}, {"attribute", a.Attribute}, {"value", a.Value},
-			{"where", where(a.Where)}, {"query", r.Extreme.Way()}}
+			{"where", where(a.Where)}, {"query", r.Extreme.Way()}, {"ttl", ttl(r)}}
 	case rules.KindLatest:
 		a := r.Agg
 		return []field{{"of", a.Of}, {"into", a.Into}, {"by", a.By}, {"set", mapping(a.Set)},
-			{"where", where(a.Where)}, {"query", r.Extreme.Way()}}
+			{"where", where(a.Where)}, {"query", r.Extreme.Way()}, {"ttl", ttl(r)}}
 	case rules.KindTop:
 		a := r.Agg
 		return []field{{"of", a.Of}, {"into", a.Into}, {"by", a.By}, {"n", fmt.Sprint(a.N)}, {"attribute", a.Attribute},
-			{"set", mapping(a.Set)}, {"entryBytes", fmt.Sprint(r.EntryBytes)}, {"where", where(a.Where)}, {"query", r.Extreme.Way()}}
+			{"set", mapping(a.Set)}, {"entryBytes", fmt.Sprint(r.EntryBytes)}, {"where", where(a.Where)}, {"query", r.Extreme.Way()}, {"ttl", ttl(r)}}
 	default:
 		panic(fmt.Sprintf("rulesdiff: rule %q has unknown kind %q", r.Name, r.Kind))
 	}

@@ -87,6 +87,9 @@ func (c *Cleanup) describe() string {
 	if len(c.State) > 0 {
 		parts = append(parts, "remove "+strings.Join(c.State, ", ")+" from their state items")
 	}
+	if c.Refs {
+		parts = append(parts, "delete the distinct reference items of "+c.Rule)
+	}
 	if c.Registry {
 		parts = append(parts, "delete the version registry and fan-out job items of "+c.Rule)
 	}

@@ -20,7 +20,7 @@ func RuleWrites(r *rules.CompiledRule) []string {
 		return append(append([]string(nil), r.Copy.SetOrder...), r.VersionAttr)
 	case rules.KindMirror:
 		return append(append([]string(nil), r.Mirror.Attributes...), r.VersionAttr)
-	case rules.KindCount, rules.KindSum:
+	case rules.KindCount, rules.KindSum, rules.KindDistinct:
 		return append([]string{r.Agg.Attribute}, counterBookkeeping...)
 	case rules.KindMax, rules.KindMin:
 		return []string{r.Agg.Attribute, r.ExtremeVersion}
@@ -75,5 +75,6 @@ func cleanup(o *rules.CompiledRule, newSet *rules.Set) *Cleanup {
 		c.State = []string{o.Agg.Attribute}
 	}
 	c.Registry = o.Kind == rules.KindCopy && (same == nil || same.Kind != rules.KindCopy)
+	c.Refs = o.Kind == rules.KindDistinct && (same == nil || same.Kind != rules.KindDistinct)
 	return c
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/rules"
 )
 
@@ -132,6 +133,7 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 	postDays := map[[2]string]int{} // post-daily-comments: POST#p, DAY#<UTC day>
 	var dayOrder [][2]string
 	groupMembers := map[int]int{}
+	groupRoles := map[int]map[string]int{} // group -> role -> members holding it
 	for u := 0; u < sc.Users; u++ {
 		if !userGone(u) {
 			d.put(Item{"pk": s("USER#" + id("u", u)), "sk": s("PROFILE"), "name": s(userName(u)), "avatar": s(avatar(u)),
@@ -226,11 +228,16 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 			}
 			d.put(mb)
 			groupMembers[g]++
+			if groupRoles[g] == nil {
+				groupRoles[g] = map[string]int{}
+			}
+			groupRoles[g][role]++
 		}
 		d.put(ms)
 	}
 	folderFiles, folderBytes := map[int]int{}, map[int]int{}
-	oldestUpload := map[int]string{} // folder-oldest-upload: the least uploadedAt
+	oldestUpload := map[int]string{}     // folder-oldest-upload: the least uploadedAt
+	folderDays := map[[2]string][]Item{} // folder-daily-files: a folder's day -> its files' entries
 	for f := 0; f < sc.Files; f++ {
 		fo := rng.IntN(sc.Folders)
 		size := rng.IntN(1<<20) + 1
@@ -239,6 +246,9 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 			"size": n(size), "uploadedAt": s(day)})
 		folderFiles[fo]++
 		folderBytes[fo] += size
+		dk := [2]string{"FOLDER#" + id("f", fo), "DAY#" + day}
+		folderDays[dk] = append(folderDays[dk], Item{"pk": s(dk[0]), "sk": s("FILE#" + day + "#" + id("x", f)),
+			"uploadedAt": s(day), "name": s(fmt.Sprintf("file-%d.pdf", f))})
 		if o, ok := oldestUpload[fo]; !ok || day < o {
 			oldestUpload[fo] = day
 		}
@@ -252,6 +262,19 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 		d.put(it)
 		if applied && folderFiles[f] > 0 {
 			d.put(StateOf(it, 2+f%3, []string{"fileCount", "totalBytes"}, rules.WatermarkAttr, n(900+f)))
+		}
+	}
+	if applied {
+		// A day item per folder and day with files: the 2 uploaded last (ties: the greater
+		// key), its version and its ttl.
+		for dk, es := range folderDays {
+			sort.Slice(es, func(i, j int) bool {
+				return str(es[i]["uploadedAt"]) > str(es[j]["uploadedAt"]) ||
+					str(es[i]["uploadedAt"]) == str(es[j]["uploadedAt"]) && str(es[i]["sk"]) > str(es[j]["sk"])
+			})
+			day, _ := time.Parse("2006-01-02", dk[1][len("DAY#"):])
+			d.put(Item{"pk": s(dk[0]), "sk": s(dk[1]), "recentFiles": newestFiles(es, 2), "_dnt_folder-daily-files": n(1),
+				"ttl": n(int(day.Add(24*time.Hour + dayTTL).Unix()))})
 		}
 	}
 	if applied {
@@ -295,8 +318,14 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 		}
 		for g := 0; g < sc.Groups; g++ {
 			if it := d.Get("GROUP#"+id("g", g), "METADATA"); it != nil && groupMembers[g] > 0 {
-				it["memberCount"] = n(groupMembers[g])
-				d.put(StateOf(it, 1+g%2, []string{"memberCount"}, rules.WatermarkAttr, n(400+g)))
+				// group-role-count: a reference item per role its members hold, in the
+				// group's relay partition, and the number of roles beside the members.
+				for role, k := range groupRoles[g] {
+					ref := plan.DistinctRef(plan.Key{PK: str(it["pk"]), SK: "METADATA"}, "group-role-count", "S"+role)
+					d.put(Item{"pk": s(ref.PK), "sk": s(ref.SK), "roleCount": n(k), rules.StateVersionAttr: n(k), rules.RelayWatermarkAttr: n(500 + g)})
+				}
+				it["memberCount"], it["roleCount"] = n(groupMembers[g]), n(len(groupRoles[g]))
+				d.put(StateOf(it, 1+g%2, []string{"memberCount", "roleCount"}, rules.WatermarkAttr, n(400+g)))
 			}
 		}
 		// The stream processor's own items: markers and a finished job; no rule reads them.
@@ -305,6 +334,15 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 		}
 	}
 	return d
+}
+
+// newestFiles is the top list of es, sorted already: its first n.
+func newestFiles(es []Item, n int) types.AttributeValue {
+	l := &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+	for _, e := range es[:min(n, len(es))] {
+		l.Value = append(l.Value, &types.AttributeValueMemberM{Value: e})
+	}
+	return l
 }
 
 // newest is the top list of entries es: the n greatest by createdAt, then by key (pk, sk).
@@ -332,7 +370,7 @@ type Corruption struct {
 	Counters map[[2]string][]string
 }
 
-// counters are the count and sum rules of rules/social.yaml: the prefixes of their
+// counters are the count, sum and distinct rules of rules/social.yaml: the prefixes of their
 // targets' keys and their attributes.
 var counters = []struct{ rule, pk, sk, attr string }{
 	{"post-comment-count", "POST#", "METADATA", "commentCount"},
@@ -343,6 +381,7 @@ var counters = []struct{ rule, pk, sk, attr string }{
 	{"user-comment-count", "USER#", "PROFILE", "commentCount"},
 	{"global-post-count", "STATS#", "STATS", "postCount"},
 	{"post-daily-comments", "POST#", "DAY#", "commentCount"},
+	{"group-role-count", "GROUP#", "METADATA", "roleCount"},
 }
 
 // Counters returns the count and sum targets holding a value other than 0, each with
@@ -502,6 +541,16 @@ func (d *Data) Corrupt(rate float64) Corruption {
 				it["recentComments"] = &types.AttributeValueMemberL{Value: l.Value[1:]} // the newest left out
 			default:
 				it["recentComments"] = &types.AttributeValueMemberL{}
+			}
+		})
+	}
+	// A folder's day list: one entry left out, or the list removed.
+	for _, k := range pick(d.keys("FOLDER#", "DAY#"), nil) {
+		change("folder-daily-files", k, func(it Item) {
+			if l := it["recentFiles"].(*types.AttributeValueMemberL); len(l.Value) > 1 && d.rng.IntN(2) == 0 {
+				it["recentFiles"] = &types.AttributeValueMemberL{Value: l.Value[1:]}
+			} else {
+				delete(it, "recentFiles")
 			}
 		})
 	}
