@@ -13,9 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/counter"
+	"github.com/denorm/denorm/internal/exprval"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/rulesdiff"
 	"github.com/denorm/denorm/internal/value"
 )
 
@@ -130,15 +132,24 @@ func (rp *repairer) decideDistinct(ctx context.Context, d *Drift, exp *Expected,
 	}
 	want := exp.distinctOf().refs[d.Rule][d.Key]
 	stateV := counter.Version(state[rules.StateVersionAttr])
-	if sv.read != nil && stateV != sv.read[d.Key] && !sv.ours(d.Key, stateV) {
+	moved := sv.read != nil && stateV != sv.read[d.Key] && !sv.ours(d.Key, stateV)
+	for k, it := range refs {
+		v := counter.Version(it[rules.StateVersionAttr])
+		moved = moved || sv.read != nil && v != sv.read[k] && !sv.ours(k, v)
+	}
+	if moved {
+		if decided(state, []*rules.CompiledRule{r}) {
+			// Moved, but a run set the state and its reference items (an interrupted run
+			// of this one, its write not yet in the checkpoint, or an earlier one) and only
+			// the processor's exactly-once deltas moved them since: as exact as that run's
+			// decision, as for counts (counters.go).
+			return rp.distinctCopy(ctx, d, r, state)
+		}
 		return Conflict, true, errDistinctMoved
 	}
 	// The reference items that differ from the scan, in key order.
 	var change []plan.Key
 	for k, it := range refs {
-		if sv.read != nil && counter.Version(it[rules.StateVersionAttr]) != sv.read[k] && !sv.ours(k, counter.Version(it[rules.StateVersionAttr])) {
-			return Conflict, true, errDistinctMoved
-		}
 		if !value.NumberOf(it[attr]).Sub(want[k]).IsZero() {
 			change = append(change, k)
 		}
@@ -183,7 +194,8 @@ func (rp *repairer) decideDistinct(ctx context.Context, d *Drift, exp *Expected,
 		}
 		change = change[n:]
 		ub := expression.Set(expression.Name(attr), val(numberAV(value.Int(held)))).
-			Add(expression.Name(rules.StateVersionAttr), one())
+			Add(expression.Name(rules.StateVersionAttr), one()).
+			Add(expression.Name(rules.StateDecidedAttr), exprval.Of(&types.AttributeValueMemberSS{Value: []string{rulesdiff.Digest(r)}}))
 		it, err := rp.db.txUpdate(counter.StateKey(d.Key), ub, unchanged(rules.StateVersionAttr, version))
 		if err != nil {
 			return Failed, true, err
