@@ -68,9 +68,7 @@ func (e *eval) distinct(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	if e.c.TTL && a.OnExpiry == rules.OnExpiryIgnore {
 		return nil
 	}
-	inOld := wasSrc && value.Where(a, e.c.Old)
-	inNew := isSrc && value.Where(a, e.c.New)
-	e.crossing(r, wasSrc, isSrc, inOld, inNew)
+	inOld, inNew := e.members(r, wasSrc, isSrc)
 	ref := func(old bool, item record.Item) (Key, types.AttributeValue, bool, error) {
 		t, err := e.render(old, r.Target)
 		if err != nil {

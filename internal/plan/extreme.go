@@ -55,10 +55,8 @@ func LatestValues(r *rules.CompiledRule, item record.Item) ([]AttrValue, []strin
 
 // extreme plans a max or min rule for an item that is (or was) its source.
 func (e *eval) extreme(r *rules.CompiledRule, wasSrc, isSrc bool) error {
-	a := r.Agg
 	var oldV, newV types.AttributeValue
-	inOld, inNew := wasSrc && value.Where(a, e.c.Old), isSrc && value.Where(a, e.c.New)
-	e.crossing(r, wasSrc, isSrc, inOld, inNew)
+	inOld, inNew := e.members(r, wasSrc, isSrc)
 	if inOld {
 		oldV = value.ExtremeValue(r, e.c.Old)
 	}

@@ -301,9 +301,7 @@ func (e *eval) aggregate(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	if e.c.TTL && a.OnExpiry == rules.OnExpiryIgnore {
 		return nil
 	}
-	inOld := wasSrc && value.Where(a, e.c.Old)
-	inNew := isSrc && value.Where(a, e.c.New)
-	e.crossing(r, wasSrc, isSrc, inOld, inNew)
+	inOld, inNew := e.members(r, wasSrc, isSrc)
 	var oldT, newT Key
 	var oldV, newV value.Number
 	var err error
@@ -346,16 +344,19 @@ func (e *eval) aggregate(r *rules.CompiledRule, wasSrc, isSrc bool) error {
 	return nil
 }
 
-// crossing notes an item that entered or left r's where with this record.
-func (e *eval) crossing(r *rules.CompiledRule, wasSrc, isSrc, inOld, inNew bool) {
+// members reports whether the item was and is a member of aggregate r's targets (a source
+// that passes its where), and notes one that entered or left the where with this record.
+func (e *eval) members(r *rules.CompiledRule, wasSrc, isSrc bool) (inOld, inNew bool) {
+	inOld, inNew = wasSrc && value.Where(r.Agg, e.c.Old), isSrc && value.Where(r.Agg, e.c.New)
 	if !wasSrc || !isSrc || inOld == inNew {
-		return
+		return inOld, inNew
 	}
 	side := e.c.New
 	if inNew {
 		side = e.c.Old
 	}
 	e.rp.Crossings = append(e.rp.Crossings, Crossing{Rule: r, Entered: inNew, Failing: value.Failing(r.Agg, side)})
+	return inOld, inNew
 }
 
 // addDelta appends d, sizing the slice for one delta per count or sum rule the item is the
