@@ -154,7 +154,7 @@ func (rp *repairer) confirm(ctx context.Context, t *counterTarget, sv stateVersi
 			rp.copyIfBehind(ctx, t, allOf(t.ds), state)
 			return
 		}
-		now, err := rp.db.setState(ctx, t.rules(ev, which), t.key, totals, state[rules.StateVersionAttr])
+		now, err := rp.db.setState(ctx, t.rules(ev, which), t.rules(ev, allOf(t.ds)), t.key, totals, state[rules.StateVersionAttr])
 		switch {
 		case err == nil:
 			sv.wrote(t.key, counter.Version(now[rules.StateVersionAttr]))
@@ -357,7 +357,7 @@ func (rp *repairer) recountWrite(ctx context.Context, t *counterTarget, sv state
 		rp.copyIfBehind(ctx, t, todo, now)
 		return
 	}
-	state, err := rp.db.setState(ctx, t.rules(ev, which), t.key, totals, t.snap[rules.StateVersionAttr])
+	state, err := rp.db.setState(ctx, t.rules(ev, which), t.rules(ev, t.todo), t.key, totals, t.snap[rules.StateVersionAttr])
 	if retry.Refused(err) {
 		return
 	}

@@ -20,16 +20,21 @@ import (
 // A count or sum is repaired in its target's state item (internal/counter), which only
 // Denorm writes, and the state is then copied onto the target as the processor copies it.
 
-// setState sets, in target k's state item, each rule's attribute to its total, marks the
-// rules decided there (rules.StateDecidedAttr) and raises the state's version, in one write, on condition that the version is still version (nil
-// for a state item that does not exist): every write of the processor raises it, so an
-// unchanged version means no delta landed since it was read. It returns the state the
-// write left.
-func (d *db) setState(ctx context.Context, rs []*rules.CompiledRule, k plan.Key, totals []value.Number, version types.AttributeValue) (record.Item, error) {
+// setState sets, in target k's state item, each rule of rs's attribute to its total, marks
+// the rules of decided (rs and those whose value the run found right as it was) decided
+// there (rules.StateDecidedAttr) and raises the state's version, in one write, on condition
+// that the version is still version (nil for a state item that does not exist): every write
+// of the processor raises it, so an unchanged version means no delta landed since it was
+// read. It returns the state the write left. Marking every rule decided matters when the
+// run is interrupted before its checkpoint knows of the write: the next run finds the
+// version moved and, without the marks, could not tell this write from a live delta.
+func (d *db) setState(ctx context.Context, rs, decided []*rules.CompiledRule, k plan.Key, totals []value.Number, version types.AttributeValue) (record.Item, error) {
 	ub := expression.Add(expression.Name(rules.StateVersionAttr), expression.Value(numberAV(value.Int(1))))
-	digests := make([]string, len(rs))
 	for i, r := range rs {
 		ub = ub.Set(expression.Name(r.Agg.Attribute), val(numberAV(totals[i])))
+	}
+	digests := make([]string, len(decided))
+	for i, r := range decided {
 		digests[i] = rulesdiff.Digest(r)
 	}
 	ub = ub.Add(expression.Name(rules.StateDecidedAttr), exprval.Of(&types.AttributeValueMemberSS{Value: digests}))
