@@ -22,7 +22,9 @@ import (
 	"github.com/denorm/denorm/internal/esm"
 	"github.com/denorm/denorm/internal/local"
 	"github.com/denorm/denorm/internal/ops"
+	"github.com/denorm/denorm/internal/provision"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/replicator"
 	"github.com/denorm/denorm/internal/workload"
 )
 
@@ -51,6 +53,16 @@ type Config struct {
 	// DrainTimeout bounds the wait for the stream to drain after the last write
 	// (default 10 minutes).
 	DrainTimeout time.Duration
+	// Replica, when set, names a second table kept a replica of Table by internal/replicator,
+	// as a global table's replica in a second Region: the application writes each item in one
+	// of the two, picked by its key, and the pipeline runs on Table's stream alone (created
+	// when missing, deleted at the end).
+	Replica string
+	// ReplicationDelay is the replicator's delay (default 500 ms).
+	ReplicationDelay time.Duration
+	// HomeWrites makes the application write the items Denorm writes into (every target of a
+	// copy or an aggregate) in Table's Region only, and spread the others.
+	HomeWrites bool
 }
 
 // FunctionStats add up the handler's per-invocation metrics (its EMF lines).
@@ -85,6 +97,15 @@ type Result struct {
 	Failures []esm.FailureRecord
 	Verify   *ops.Report
 	Oracle   []Mismatch
+	// OracleReported is set when the oracle's mismatches are reported and not problems: with
+	// a Replica and the application writing Denorm's targets in both Regions, some of its
+	// writes lose to Denorm's under last writer wins, and the oracle expects them all.
+	OracleReported bool
+	// With a Replica: what the replicator did, the verify engine's report on the replica,
+	// and every item in which the two tables differ at the end.
+	Replication   replicator.Stats
+	ReplicaVerify *ops.Report
+	ReplicaDiffs  []string
 }
 
 // Run provisions the table, starts the event source mapping emulator over its stream with
@@ -143,6 +164,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	db := p.DB
+	var repl *replicator.Replicator
+	if cfg.Replica != "" {
+		if repl, err = startReplica(ctx, p, cfg); err != nil {
+			_ = p.Close()
+			return nil, err
+		}
+		defer func() { _ = provision.Delete(context.Background(), db, cfg.Replica) }()
+		defer repl.Close()
+	}
 
 	var written atomic.Int64
 	if cfg.Progress != nil {
@@ -166,7 +196,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	t0 := time.Now()
-	app := newAppWriter(db, counts)
+	var app workload.Writer = newAppWriter(db, counts)
+	if cfg.Replica != "" {
+		app = twoRegions{app, cfg.Replica, cfg.HomeWrites}
+	}
 	parts := [][]workload.Op{plan.Ops}
 	if cfg.Faults.Replay {
 		// Halfway, the mapping is created again at TRIM_HORIZON while the writers go on.
@@ -188,7 +221,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	t1 := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, cfg.DrainTimeout)
 	defer cancel()
-	if err := p.Mapping.Drain(dctx, time.Second); err != nil {
+	if err := drain(dctx, p, repl); err != nil {
 		_ = p.Close()
 		return res, fmt.Errorf("draining the stream: %w", err)
 	}
@@ -197,7 +230,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			_ = p.Close()
 			return res, err
 		}
-		if err := p.Mapping.Drain(dctx, time.Second); err != nil {
+		if err := drain(dctx, p, repl); err != nil {
 			_ = p.Close()
 			return res, fmt.Errorf("draining the stream after the final writes: %w", err)
 		}
@@ -233,6 +266,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Items = len(table)
 	res.Oracle = Oracle(plan.Model, table)
+	res.OracleReported = cfg.Replica != "" && !cfg.HomeWrites
+	if repl != nil {
+		res.Replication = repl.Stats()
+		if res.ReplicaVerify, err = ops.Run(ctx, ops.Config{API: db, Table: cfg.Replica, Eval: ev, Examples: 10}); err != nil {
+			return res, fmt.Errorf("verify of the replica: %w", err)
+		}
+		replica, err := Scan(ctx, db, cfg.Replica)
+		if err != nil {
+			return res, err
+		}
+		res.ReplicaDiffs = diffTables(table, replica)
+	}
 	return res, nil
 }
 
@@ -242,7 +287,19 @@ func (r *Result) Problems() []string {
 	if r.Verify != nil && !r.Verify.Clean() {
 		out = append(out, fmt.Sprintf("verify: drift %d, problems %d", r.Verify.Drift, r.Verify.Problems))
 	}
-	out = append(out, oracleProblems(r.Oracle)...)
+	if !r.OracleReported {
+		out = append(out, oracleProblems(r.Oracle)...)
+	}
+	if r.ReplicaVerify != nil && !r.ReplicaVerify.Clean() {
+		out = append(out, fmt.Sprintf("verify of the replica: drift %d, problems %d", r.ReplicaVerify.Drift, r.ReplicaVerify.Problems))
+	}
+	for i, d := range r.ReplicaDiffs {
+		if i == 10 {
+			out = append(out, fmt.Sprintf("replica: %d more items differ", len(r.ReplicaDiffs)-10))
+			break
+		}
+		out = append(out, "replica: "+d)
+	}
 	if len(r.Poison) != r.PoisonExpected {
 		out = append(out, fmt.Sprintf("poison: the hooks saw %d poison records, the workload has %d", len(r.Poison), r.PoisonExpected))
 	}
@@ -353,7 +410,16 @@ func (r *Result) WriteSummary(w io.Writer) {
 		r.Duration.Round(time.Second), r.WriteDuration.Round(time.Second), r.DrainDuration.Round(time.Second))
 	fmt.Fprintf(w, "table                 %d items\n", r.Items)
 	fmt.Fprintf(w, "verify                drift %d, problems %d\n", drift, problems)
-	fmt.Fprintf(w, "oracle                %d mismatches\n", len(r.Oracle))
+	if r.OracleReported {
+		fmt.Fprintf(w, "oracle                %d mismatches (reported: application writes can lose to Denorm's in another Region)\n", len(r.Oracle))
+	} else {
+		fmt.Fprintf(w, "oracle                %d mismatches\n", len(r.Oracle))
+	}
+	if r.ReplicaVerify != nil {
+		rs := r.Replication
+		fmt.Fprintf(w, "replica               %d local writes read, %d replicated, %d conflicts (last writer wins), %d repairs; drift %d, problems %d; %d items differ\n",
+			rs.Local, rs.Replicated, rs.Conflicts, rs.Repairs, r.ReplicaVerify.Drift, r.ReplicaVerify.Problems, len(r.ReplicaDiffs))
+	}
 }
 
 // emfSink adds up the handler's Embedded Metric Format lines.

@@ -1,0 +1,430 @@
+// Package replicator stands in, locally, for DynamoDB global tables (version 2019.11.21,
+// multi-Region eventual consistency): it keeps two or more tables on one DynamoDB Local
+// endpoint as replicas of each other. Each table plays a Region.
+//
+// Each table's stream is read by an event source mapping emulator (internal/esm) whose
+// invoker is the replicator. A record of a write the replicator did not make is a local
+// write of that Region: it gets a timestamp (the time it was read, strictly increasing) and
+// becomes the item's newest version; after Delay it is put (or deleted) in every other
+// table that does not hold a newer version. Every version is carried, each item's in order;
+// two items' versions may land in another order than they were written, as in DynamoDB. A
+// record of a write the replicator made is recognized by its key and new image and goes no
+// further. Conflicting writes resolve as global tables resolve them, last writer wins per
+// item: the version with the later timestamp ends in every table, and the other is lost
+// where it had not arrived.
+//
+// What it does not model (docs/reliability.md says the same): timestamps are the time the
+// replicator read a record, not the time of the write; a replicated write can briefly put
+// back an older version over a local write the replicator had not read yet (it then puts
+// the winner again, and both writes show in that table's stream, where DynamoDB would show
+// neither the older version nor the repair); the hidden replication attributes, replicated
+// write units and a Region's outage (Pause models a Region that stops replicating).
+package replicator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/denorm/denorm/internal/esm"
+	"github.com/denorm/denorm/internal/record"
+)
+
+// DB is the part of the DynamoDB client the replicator uses.
+type DB interface {
+	DescribeTable(context.Context, *dynamodb.DescribeTableInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+}
+
+// Config is a set of replicas.
+type Config struct {
+	DB      DB
+	Streams esm.StreamsAPI
+	// Tables are the replicas, one per Region, each with a NEW_AND_OLD_IMAGES stream and the
+	// same key schema. At least two.
+	Tables []string
+	// Delay is how long after the replicator reads a local write it writes it to the other
+	// replicas (global tables: about 0.5 to 2.5 s within a geography).
+	Delay time.Duration
+	// Logger receives the mappings' logs (default: none).
+	Logger *slog.Logger
+}
+
+// Stats counts what the replicator did.
+type Stats struct {
+	// Local is the number of local writes read (each Region's own).
+	Local int64
+	// Replicated is the number of writes made to carry a version to another replica.
+	Replicated int64
+	// Conflicts counts local writes that replaced, in their Region, a version of another
+	// Region that had not reached it yet: two Regions wrote one item within the delay, and
+	// last writer wins.
+	Conflicts int64
+	// Repairs counts replicated writes that put back an older version over a local write not
+	// read yet, and were then overwritten with the winner.
+	Repairs int64
+}
+
+// Replicator runs the replication. Create it with Start.
+type Replicator struct {
+	cfg      Config
+	maps     []*esm.Mapping
+	queues   [][]chan job // per replica, its writers' lanes: one item's writes in one lane
+	cancel   context.CancelFunc
+	done     sync.WaitGroup
+	errs     chan error
+	paused   []atomic.Bool
+	pending  atomic.Int64 // jobs queued or running
+	activity atomic.Int64 // records read plus writes made
+
+	local, replicated, conflicts, repairs atomic.Int64
+
+	mu    sync.Mutex
+	clock int64
+	items map[string]*itemState
+}
+
+// version is one version of an item: its image (nil once deleted) and when it was written.
+type version struct {
+	ts     int64
+	region int
+	key    record.Item
+	image  record.Item
+	digest string
+}
+
+// itemState is what the replicator knows of one item.
+type itemState struct {
+	// winner is the newest version: where the item converges.
+	winner version
+	// held is the timestamp of the version each replica holds, as far as the replicator knows
+	// (its writes included); seen the newest each replica's stream showed.
+	held, seen []int64
+	// echoes are the versions the replicator wrote to each replica whose records it has not
+	// read yet.
+	echoes [][]version
+}
+
+// lanes is how many writers each replica has.
+const lanes = 4
+
+// job carries one version to a replica.
+type job struct {
+	key string
+	v   version
+	due time.Time
+}
+
+// Start checks the tables and starts reading their streams from the start.
+func Start(ctx context.Context, cfg Config) (*Replicator, error) {
+	if len(cfg.Tables) < 2 || cfg.DB == nil || cfg.Streams == nil {
+		return nil, errors.New("replicator: a DynamoDB client, a streams client and at least two tables are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	n := len(cfg.Tables)
+	r := &Replicator{cfg: cfg, queues: make([][]chan job, n), errs: make(chan error, 2*n), paused: make([]atomic.Bool, n),
+		items: map[string]*itemState{}}
+	runCtx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	for i, table := range cfg.Tables {
+		out, err := cfg.DB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("replicator: table %s: %w", table, err)
+		}
+		spec := out.Table.StreamSpecification
+		if spec == nil || !aws.ToBool(spec.StreamEnabled) || spec.StreamViewType != types.StreamViewTypeNewAndOldImages {
+			r.Close()
+			return nil, fmt.Errorf("replicator: table %s needs a NEW_AND_OLD_IMAGES stream", table)
+		}
+		m, err := esm.New(cfg.Streams, reader{r, i}, esm.Config{
+			StreamARN: aws.ToString(out.Table.LatestStreamArn), BatchSize: 100,
+			PollInterval: 20 * time.Millisecond, RetryBackoff: 10 * time.Millisecond, Logger: cfg.Logger,
+		})
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		r.maps = append(r.maps, m)
+		r.done.Add(1)
+		go func() {
+			defer r.done.Done()
+			if err := m.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+				r.errs <- fmt.Errorf("replicator: reading %s: %w", table, err)
+			}
+		}()
+		for range lanes {
+			q := make(chan job, 1<<14)
+			r.queues[i] = append(r.queues[i], q)
+			r.done.Add(1)
+			go func() {
+				defer r.done.Done()
+				r.write(runCtx, i, q)
+			}()
+		}
+	}
+	for _, m := range r.maps {
+		select {
+		case <-m.Started():
+		case err := <-r.errs:
+			r.Close()
+			return nil, err
+		case <-ctx.Done():
+			r.Close()
+			return nil, ctx.Err()
+		}
+	}
+	return r, nil
+}
+
+// Close stops reading and writing; writes not made yet are dropped.
+func (r *Replicator) Close() error {
+	r.cancel()
+	r.done.Wait()
+	select {
+	case err := <-r.errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// Pause stops (true) or resumes (false) replication into and out of replica i, as when its
+// Region is cut off: its local writes wait, and so do the other Regions' writes to it.
+func (r *Replicator) Pause(i int, paused bool) { r.paused[i].Store(paused) }
+
+// Stats returns what the replicator did so far.
+func (r *Replicator) Stats() Stats {
+	return Stats{Local: r.local.Load(), Replicated: r.replicated.Load(), Conflicts: r.conflicts.Load(), Repairs: r.repairs.Load()}
+}
+
+// Activity counts every record read and write made: a caller waiting for several parts to
+// settle compares it before and after.
+func (r *Replicator) Activity() int64 { return r.activity.Load() }
+
+// Drain waits until every stream has been read to its tip, every write has been made and
+// nothing happened for idle. It returns ctx's error when writes keep coming.
+func (r *Replicator) Drain(ctx context.Context, idle time.Duration) error {
+	for {
+		before := r.activity.Load()
+		for _, m := range r.maps {
+			if err := m.Drain(ctx, idle); err != nil {
+				return err
+			}
+		}
+		for r.pending.Load() > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case err := <-r.errs:
+				return err
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		if r.activity.Load() == before {
+			return nil
+		}
+	}
+}
+
+// reader is the invoker of replica i's mapping.
+type reader struct {
+	r *Replicator
+	i int
+}
+
+// Invoke reads one batch of replica i's stream.
+func (rd reader) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	raws, err := record.SplitEvent(payload)
+	if err != nil {
+		return nil, err
+	}
+	for _, raw := range raws {
+		c, err := record.Decode(raw)
+		if err != nil {
+			return nil, fmt.Errorf("replicator: %w", err)
+		}
+		if c.Op == record.Remove && c.Old == nil {
+			continue // a delete of an item already gone: changes nothing
+		}
+		rd.r.read(rd.i, c)
+	}
+	return []byte(`{}`), nil
+}
+
+// read takes one record of replica i.
+func (r *Replicator) read(i int, c record.Change) {
+	r.activity.Add(1)
+	key := digest(c.Keys)
+	d := digest(c.New)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.items[key]
+	if st == nil {
+		n := len(r.cfg.Tables)
+		st = &itemState{held: make([]int64, n), seen: make([]int64, n), echoes: make([][]version, n)}
+		r.items[key] = st
+	}
+	for at, e := range st.echoes[i] {
+		if e.digest != d {
+			continue
+		}
+		// The replicator's own write. Echoes before it changed nothing (no record) or were
+		// overwritten before being read: they are done with too.
+		st.echoes[i] = st.echoes[i][at+1:]
+		if st.seen[i] > e.ts {
+			// It was written over a newer local write not read yet: put the newest back.
+			st.held[i] = e.ts
+			r.repairs.Add(1)
+			r.enqueue(i, key, st.winner, time.Now())
+			return
+		}
+		st.seen[i] = e.ts
+		return
+	}
+	r.local.Add(1)
+	// A version of another Region had not reached this one (or was on its way, to be
+	// written over this write and repaired): the two writes conflict, and this later one wins.
+	if w := st.winner; w.ts != 0 && w.region != i && (st.held[i] < w.ts || len(st.echoes[i]) > 0 && st.echoes[i][len(st.echoes[i])-1].ts == w.ts) {
+		r.conflicts.Add(1)
+	}
+	r.clock = max(r.clock+1, time.Now().UnixNano())
+	v := version{ts: r.clock, region: i, key: c.Keys, image: c.New, digest: d}
+	st.winner, st.held[i], st.seen[i] = v, v.ts, v.ts
+	due := time.Now().Add(r.cfg.Delay)
+	for j := range r.cfg.Tables {
+		if j != i {
+			r.enqueue(j, key, v, due)
+		}
+	}
+}
+
+func (r *Replicator) enqueue(i int, key string, v version, due time.Time) {
+	r.pending.Add(1)
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	r.queues[i][h.Sum32()%lanes] <- job{key: key, v: v, due: due}
+}
+
+// write makes the writes of one of replica i's lanes, in the order they were queued.
+func (r *Replicator) write(ctx context.Context, i int, q chan job) {
+	for {
+		var j job
+		select {
+		case <-ctx.Done():
+			return
+		case j = <-q:
+		}
+		for time.Now().Before(j.due) || r.paused[i].Load() || r.paused[j.v.region].Load() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(min(time.Until(j.due)+time.Millisecond, 20*time.Millisecond)):
+			}
+		}
+		if err := r.carry(ctx, i, j); err != nil {
+			if ctx.Err() == nil {
+				r.errs <- err
+			}
+			return
+		}
+		r.pending.Add(-1)
+	}
+}
+
+// carry writes a version to replica i unless i holds it or a newer one: last writer wins.
+func (r *Replicator) carry(ctx context.Context, i int, j job) error {
+	w := j.v
+	r.mu.Lock()
+	st := r.items[j.key]
+	if st.held[i] >= w.ts {
+		r.mu.Unlock()
+		return nil
+	}
+	st.echoes[i] = append(st.echoes[i], w)
+	st.held[i] = w.ts
+	r.mu.Unlock()
+	r.activity.Add(1)
+	r.replicated.Add(1)
+	table := aws.String(r.cfg.Tables[i])
+	for attempt := 0; ; attempt++ {
+		var err error
+		if w.image == nil {
+			_, err = r.cfg.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: table, Key: w.key})
+		} else {
+			_, err = r.cfg.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: table, Item: w.image})
+		}
+		if err == nil {
+			return nil
+		}
+		if attempt == 10 || ctx.Err() != nil {
+			return fmt.Errorf("replicator: writing to %s: %w", r.cfg.Tables[i], err)
+		}
+		time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
+	}
+}
+
+// digest names an image (or a key) as DynamoDB compares them: set members in any order;
+// "" for no image.
+func digest(item record.Item) string {
+	if item == nil {
+		return ""
+	}
+	b, err := record.MarshalItem(canonical(item))
+	if err != nil {
+		panic(err) // an image decoded from a stream record always marshals
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// canonical returns item with every set's members sorted.
+func canonical(item record.Item) record.Item {
+	out := make(record.Item, len(item))
+	for k, v := range item {
+		out[k] = canonicalValue(v)
+	}
+	return out
+}
+
+func canonicalValue(v types.AttributeValue) types.AttributeValue {
+	switch t := v.(type) {
+	case *types.AttributeValueMemberSS:
+		s := append([]string(nil), t.Value...)
+		sort.Strings(s)
+		return &types.AttributeValueMemberSS{Value: s}
+	case *types.AttributeValueMemberNS:
+		s := append([]string(nil), t.Value...)
+		sort.Strings(s)
+		return &types.AttributeValueMemberNS{Value: s}
+	case *types.AttributeValueMemberBS:
+		s := append([][]byte(nil), t.Value...)
+		sort.Slice(s, func(a, b int) bool { return string(s[a]) < string(s[b]) })
+		return &types.AttributeValueMemberBS{Value: s}
+	case *types.AttributeValueMemberM:
+		return &types.AttributeValueMemberM{Value: canonical(t.Value)}
+	case *types.AttributeValueMemberL:
+		l := make([]types.AttributeValue, len(t.Value))
+		for i, e := range t.Value {
+			l[i] = canonicalValue(e)
+		}
+		return &types.AttributeValueMemberL{Value: l}
+	}
+	return v
+}
