@@ -72,6 +72,20 @@ func (t twoRegions) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput
 	return t.w.DeleteItem(ctx, &cp, o...)
 }
 
+// cutOff cuts the replica's Region off while the second third of the total operations is
+// written: its application goes on writing, and nothing is replicated either way.
+func cutOff(repl *replicator.Replicator, written int64, total int) {
+	if repl == nil {
+		return
+	}
+	switch written {
+	case int64(total / 3):
+		repl.Pause(1, true)
+	case int64(2 * total / 3):
+		repl.Pause(1, false)
+	}
+}
+
 // drain waits until the pipeline's stream and, with a replicator, both replicas' streams
 // are drained and neither part did anything in a whole round: each part's writes feed the
 // other.

@@ -58,7 +58,9 @@ type Config struct {
 	// of the two, picked by its key, and the pipeline runs on Table's stream alone (created
 	// when missing, deleted at the end).
 	Replica string
-	// ReplicationDelay is the replicator's delay (default 500 ms).
+	// ReplicationDelay is the replicator's delay (default 500 ms). The replica's Region is
+	// cut off (nothing replicated either way) while the second third of the operations is
+	// written, and comes back.
 	ReplicationDelay time.Duration
 	// HomeWrites makes the application write the items Denorm writes into (every target of a
 	// copy or an aggregate) in Table's Region only, and spread the others.
@@ -212,7 +214,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 			res.Replays++
 		}
-		if err := workload.Write(ctx, app, cfg.Table, part, cfg.Workers, func() { written.Add(1) }); err != nil {
+		if err := workload.Write(ctx, app, cfg.Table, part, cfg.Workers, func() { cutOff(repl, written.Add(1), len(plan.Ops)) }); err != nil {
 			_ = p.Close()
 			return res, err
 		}
@@ -417,8 +419,8 @@ func (r *Result) WriteSummary(w io.Writer) {
 	}
 	if r.ReplicaVerify != nil {
 		rs := r.Replication
-		fmt.Fprintf(w, "replica               %d local writes read, %d replicated, %d conflicts (last writer wins), %d repairs; drift %d, problems %d; %d items differ\n",
-			rs.Local, rs.Replicated, rs.Conflicts, rs.Repairs, r.ReplicaVerify.Drift, r.ReplicaVerify.Problems, len(r.ReplicaDiffs))
+		fmt.Fprintf(w, "replica               %d local writes read, %d replicated (%d held while the Region was cut off), %d conflicts (last writer wins), %d repairs; drift %d, problems %d; %d items differ\n",
+			rs.Local, rs.Replicated, rs.Held, rs.Conflicts, rs.Repairs, r.ReplicaVerify.Drift, r.ReplicaVerify.Problems, len(r.ReplicaDiffs))
 	}
 }
 

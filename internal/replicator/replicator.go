@@ -77,6 +77,9 @@ type Stats struct {
 	// Repairs counts replicated writes that put back an older version over a local write not
 	// read yet, and were then overwritten with the winner.
 	Repairs int64
+	// Held counts the writes to carry queued while their Region or the one they go to was
+	// cut off (Pause): they wait for it to come back.
+	Held int64
 }
 
 // Replicator runs the replication. Create it with Start.
@@ -91,7 +94,7 @@ type Replicator struct {
 	pending  atomic.Int64 // jobs queued or running
 	activity atomic.Int64 // records read plus writes made
 
-	local, replicated, conflicts, repairs atomic.Int64
+	local, replicated, conflicts, repairs, held atomic.Int64
 
 	mu    sync.Mutex
 	clock int64
@@ -211,7 +214,7 @@ func (r *Replicator) Pause(i int, paused bool) { r.paused[i].Store(paused) }
 
 // Stats returns what the replicator did so far.
 func (r *Replicator) Stats() Stats {
-	return Stats{Local: r.local.Load(), Replicated: r.replicated.Load(), Conflicts: r.conflicts.Load(), Repairs: r.repairs.Load()}
+	return Stats{Local: r.local.Load(), Replicated: r.replicated.Load(), Conflicts: r.conflicts.Load(), Repairs: r.repairs.Load(), Held: r.held.Load()}
 }
 
 // Activity counts every record read and write made: a caller waiting for several parts to
@@ -317,6 +320,9 @@ func (r *Replicator) read(i int, c record.Change) {
 
 func (r *Replicator) enqueue(i int, key string, v version, due time.Time) {
 	r.pending.Add(1)
+	if r.paused[i].Load() || r.paused[v.region].Load() {
+		r.held.Add(1)
+	}
 	h := fnv.New32a()
 	h.Write([]byte(key))
 	r.queues[i][h.Sum32()%lanes] <- job{key: key, v: v, due: due}
