@@ -238,16 +238,14 @@ func TestExistingTableErrors(t *testing.T) {
 		name  string
 		table func(awscdk.Stack) awsdynamodb.ITable
 		want  string
-		// region, when set, is the stack's: a TableV2 with replicas needs one.
-		region string
 	}{
-		{"no stream", func(s awscdk.Stack) awsdynamodb.ITable { return newAppTable(s, "T", "") }, "has no stream", ""},
+		{"no stream", func(s awscdk.Stack) awsdynamodb.ITable { return newAppTable(s, "T", "") }, "has no stream"},
 		{"new image only", func(s awscdk.Stack) awsdynamodb.ITable {
 			return newAppTable(s, "T", awsdynamodb.StreamViewType_NEW_IMAGE)
-		}, "streams NEW_IMAGE: Denorm needs NEW_AND_OLD_IMAGES", ""},
+		}, "streams NEW_IMAGE: Denorm needs NEW_AND_OLD_IMAGES"},
 		{"imported without stream ARN", func(s awscdk.Stack) awsdynamodb.ITable {
 			return awsdynamodb.Table_FromTableName(s, jsii.String("T"), jsii.String(existingTableName))
-		}, "giving TableStreamArn", ""},
+		}, "giving TableStreamArn"},
 		{"keys, an index and the TTL attribute other than the rules say", func(s awscdk.Stack) awsdynamodb.ITable {
 			str := func(name string) *awsdynamodb.Attribute {
 				return &awsdynamodb.Attribute{Name: jsii.String(name), Type: awsdynamodb.AttributeType_STRING}
@@ -256,27 +254,15 @@ func TestExistingTableErrors(t *testing.T) {
 				TimeToLiveAttribute: jsii.String("expiresAt"), Stream: awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES})
 			t.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{IndexName: jsii.String("gsi1"), PartitionKey: str("gsi1pk")})
 			return t
-		}, "table Broken/T: partition key is PK, the rules say pk", ""},
-		{"a global table (TableV2 with replicas)", func(s awscdk.Stack) awsdynamodb.ITable {
-			return awsdynamodb.NewTableV2(s, jsii.String("T"), &awsdynamodb.TablePropsV2{
-				PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
-				SortKey:      &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
-				DynamoStream: awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
-				Replicas:     &[]*awsdynamodb.ReplicaTableProps{{Region: jsii.String("eu-west-1")}},
-			})
-		}, "is a global table with replicas in eu-west-1, us-east-1: Denorm does not support global tables yet", "us-east-1"},
+		}, "table Broken/T: partition key is PK, the rules say pk"},
 		{"another table's stream", func(s awscdk.Stack) awsdynamodb.ITable {
 			return awsdynamodb.Table_FromTableAttributes(s, jsii.String("T"), &awsdynamodb.TableAttributes{
 				TableName: jsii.String("Invoices"), TableStreamArn: jsii.String(existingStreamArn),
 			})
-		}, "is not the stream of table Invoices", ""},
+		}, "is not the stream of table Invoices"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var props *awscdk.StackProps
-			if tc.region != "" {
-				props = &awscdk.StackProps{Env: &awscdk.Environment{Region: jsii.String(tc.region)}}
-			}
-			stack := awscdk.NewStack(awscdk.NewApp(nil), jsii.String("Broken"), props)
+			stack := awscdk.NewStack(awscdk.NewApp(nil), jsii.String("Broken"), nil)
 			_, err := denormcdk.New(stack, "Denorm", denormcdk.Props{RulesFile: fixtureRules, Code: codeDirForTests, Table: tc.table(stack)})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
@@ -286,5 +272,72 @@ func TestExistingTableErrors(t *testing.T) {
 				t.Error("Denorm added to the stack despite the error")
 			}
 		})
+	}
+}
+
+// TestGlobalTable: Denorm on a TableV2 with replicas in two more Regions is deployed in the
+// stack's Region alone, on that replica's stream, with the same filters, alarms and failure
+// destination as on a table of one Region; nothing is added in the replicas' Regions
+// (docs/processor.md, "Global tables").
+func TestGlobalTable(t *testing.T) {
+	app := awscdk.NewApp(nil)
+	stack := awscdk.NewStack(app, jsii.String("Global"), &awscdk.StackProps{Env: &awscdk.Environment{Region: jsii.String("us-east-1")}})
+	str := func(name string) *awsdynamodb.Attribute {
+		return &awsdynamodb.Attribute{Name: jsii.String(name), Type: awsdynamodb.AttributeType_STRING}
+	}
+	table := awsdynamodb.NewTableV2(stack, jsii.String("AppTable"), &awsdynamodb.TablePropsV2{
+		PartitionKey: str("pk"), SortKey: str("sk"), TimeToLiveAttribute: jsii.String("ttl"),
+		DynamoStream: awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
+		LocalSecondaryIndexes: &[]*awsdynamodb.LocalSecondaryIndexProps{
+			{IndexName: jsii.String("lsi0"), SortKey: str("lsi0_sk")},
+			{IndexName: jsii.String("lsi1"), SortKey: str("lsi1_sk"), ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY},
+		},
+		GlobalSecondaryIndexes: &[]*awsdynamodb.GlobalSecondaryIndexPropsV2{
+			{IndexName: jsii.String("gsi1"), PartitionKey: str("gsi1pk"), SortKey: str("gsi1sk")},
+			{IndexName: jsii.String("gsi2"), PartitionKey: str("gsi2pk"), SortKey: str("gsi2sk"),
+				ProjectionType: awsdynamodb.ProjectionType_INCLUDE, NonKeyAttributes: jsii.Strings("name", "status")},
+		},
+		Replicas: &[]*awsdynamodb.ReplicaTableProps{{Region: jsii.String("eu-west-1")}, {Region: jsii.String("ap-southeast-2")}},
+	})
+	d, err := denormcdk.New(stack, "Denorm", denormcdk.Props{RulesFile: fixtureRules, Code: codeDirForTests, Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Mapping == nil {
+		t.Fatal("no mapping")
+	}
+	tmpl := assertions.Template_FromStack(stack, nil)
+	for typ, n := range map[string]float64{
+		"AWS::DynamoDB::GlobalTable":      1,
+		"AWS::Lambda::Function":           1,
+		"AWS::Lambda::EventSourceMapping": 1,
+		"AWS::SQS::Queue":                 1,
+		"AWS::CloudWatch::Alarm":          3,
+	} {
+		assert(t, func() { tmpl.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
+	}
+	tableID := logicalID(t, tmpl, "AWS::DynamoDB::GlobalTable")
+	assert(t, func() {
+		tmpl.HasResourceProperties(jsii.String("AWS::DynamoDB::GlobalTable"), obj{
+			"Replicas": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&obj{"Region": "eu-west-1"}),
+				assertions.Match_ObjectLike(&obj{"Region": "ap-southeast-2"}), assertions.Match_ObjectLike(&obj{"Region": "us-east-1"})}),
+		})
+	})
+	assert(t, func() {
+		tmpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), obj{
+			"EventSourceArn":        getAtt(tableID, "StreamArn"),
+			"ParallelizationFactor": 1,
+			"FilterCriteria":        expectedFilters(t),
+		})
+	})
+	// One stack, in the table's own Region: no stack was added for the replicas' Regions.
+	stacks := 0
+	for _, c := range *app.Node().Children() {
+		if *awscdk.Stack_IsStack(c) {
+			stacks++
+		}
+	}
+	if stacks != 1 {
+		t.Errorf("the app has %d stacks, want the table's one", stacks)
 	}
 }

@@ -77,8 +77,10 @@ type Props struct {
 	Code string
 	// Table is an existing table to attach Denorm to; nil: the construct creates the table
 	// from the rules file's table section. It is either a table of the same app
-	// (awsdynamodb.NewTable with Stream NEW_AND_OLD_IMAGES, in any stack of the app) or one
-	// imported with awsdynamodb.Table_FromTableAttributes giving TableName and
+	// (awsdynamodb.NewTable with Stream NEW_AND_OLD_IMAGES, in any stack of the app; or
+	// awsdynamodb.NewTableV2 with DynamoStream NEW_AND_OLD_IMAGES, with replicas or not: a
+	// global table is processed in the stack's Region alone, docs/processor.md "Global
+	// tables") or one imported with awsdynamodb.Table_FromTableAttributes giving TableName and
 	// TableStreamArn, and EncryptionKey when a customer managed key encrypts it. Its stream
 	// must carry new and old images, and the rules file's table section must describe it.
 	//

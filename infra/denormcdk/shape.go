@@ -3,7 +3,6 @@ package denormcdk
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
@@ -17,20 +16,15 @@ import (
 // checkShape compares a table defined in this app with the rules' table section, with the
 // differences `denorm check-table` prints for a deployed one (keys and their types, local
 // and global indexes, TTL; the stream is checkStream's). A global table (a TableV2 with
-// replicas) is refused: its regions' streams each carry every write, and Denorm would count
-// each write once per region. An imported table is not known at synth: check-table reads it
-// once deployed.
+// replicas) is processed in the stack's Region alone: that replica's stream carries every
+// write, local and replicated (docs/processor.md, "Global tables"). An imported table is not
+// known at synth: check-table reads it once deployed.
 func checkShape(t awsdynamodb.ITable, spec table.Spec) error {
-	desc, ttl, replicas, ok := describeDefined(t)
+	desc, ttl, ok := describeDefined(t)
 	if !ok {
 		return nil
 	}
 	name := *t.Node().Path()
-	if len(replicas) > 1 {
-		return fmt.Errorf("table %s is a global table with replicas in %s: Denorm does not support global tables yet "+
-			"(every replica's stream carries every write, so each would be counted once per region); "+
-			"give it a table without replicas", name, strings.Join(replicas, ", "))
-	}
 	var errs []error
 	for _, d := range tablecheck.Compare(spec, desc, ttl) {
 		if d.Subject == "stream" {
@@ -42,10 +36,9 @@ func checkShape(t awsdynamodb.ITable, spec table.Spec) error {
 }
 
 // describeDefined builds, from the L1 resource of a table defined in this app, what
-// DescribeTable and DescribeTimeToLive would say of it once deployed, and the regions of
-// its replicas (a TableV2's). ok is false for an imported table or one whose shape is not
-// known at synth.
-func describeDefined(t awsdynamodb.ITable) (desc *types.TableDescription, ttl *types.TimeToLiveDescription, replicas []string, ok bool) {
+// DescribeTable and DescribeTimeToLive would say of it once deployed. ok is false for an
+// imported table or one whose shape is not known at synth.
+func describeDefined(t awsdynamodb.ITable) (desc *types.TableDescription, ttl *types.TimeToLiveDescription, ok bool) {
 	stack := awscdk.Stack_Of(t)
 	resolve := func(v any) any {
 		if v == nil {
@@ -53,21 +46,14 @@ func describeDefined(t awsdynamodb.ITable) (desc *types.TableDescription, ttl *t
 		}
 		return stack.Resolve(v)
 	}
-	var keys, attrs, lsis, gsis, ttlSpec, reps any
+	var keys, attrs, lsis, gsis, ttlSpec any
 	switch res := t.Node().DefaultChild().(type) {
 	case awsdynamodb.CfnTable:
 		keys, attrs, lsis, gsis, ttlSpec = res.KeySchema(), res.AttributeDefinitions(), res.LocalSecondaryIndexes(), res.GlobalSecondaryIndexes(), res.TimeToLiveSpecification()
 	case awsdynamodb.CfnGlobalTable:
-		keys, attrs, lsis, gsis, ttlSpec, reps = res.KeySchema(), res.AttributeDefinitions(), res.LocalSecondaryIndexes(), res.GlobalSecondaryIndexes(), res.TimeToLiveSpecification(), res.Replicas()
+		keys, attrs, lsis, gsis, ttlSpec = res.KeySchema(), res.AttributeDefinitions(), res.LocalSecondaryIndexes(), res.GlobalSecondaryIndexes(), res.TimeToLiveSpecification()
 	default:
-		return nil, nil, nil, false
-	}
-	for _, r := range list(resolve(reps)) {
-		if region, ok := m(r)["region"].(string); ok {
-			replicas = append(replicas, region)
-		} else {
-			replicas = append(replicas, "(a region known at deployment)")
-		}
+		return nil, nil, false
 	}
 	desc = &types.TableDescription{TableName: t.TableName(), KeySchema: keySchema(resolve(keys))}
 	if !literal(desc.TableName) {
@@ -88,7 +74,7 @@ func describeDefined(t awsdynamodb.ITable) (desc *types.TableDescription, ttl *t
 	if s := m(resolve(ttlSpec)); s != nil && s["enabled"] == true {
 		ttl = &types.TimeToLiveDescription{AttributeName: str(s["attributeName"]), TimeToLiveStatus: types.TimeToLiveStatusEnabled}
 	}
-	return desc, ttl, replicas, true
+	return desc, ttl, true
 }
 
 func keySchema(v any) []types.KeySchemaElement {

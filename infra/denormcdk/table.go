@@ -10,8 +10,8 @@ import (
 )
 
 // newTable defines the table of spec. It is an AWS::DynamoDB::Table (awsdynamodb.Table)
-// rather than a TableV2 global table: Denorm's exactly-once watermarks assume one writer
-// region per stream, and LocalStack deploys AWS::DynamoDB::Table faithfully.
+// rather than a TableV2: LocalStack deploys AWS::DynamoDB::Table faithfully. A team that
+// wants a global table defines its TableV2 with replicas and gives it as Props.Table.
 func newTable(scope constructs.Construct, spec table.Spec, dev bool) awsdynamodb.Table {
 	str := func(name string) *awsdynamodb.Attribute {
 		if name == "" {
