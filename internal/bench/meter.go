@@ -42,6 +42,11 @@ type Usage struct {
 	// (apply.IsConflict): what many writers of one hot item run into on DynamoDB.
 	Conflicts int `json:"conflicts"`
 	Errors    int `json:"errors"`
+	// HotItem is the item the most write requests touched (partition and sort key, a
+	// transaction counting once for each of its items), and HotItemWrites how many: the
+	// figure one item's ~1,000 WCU/s limit applies to.
+	HotItem       string `json:"hotItem,omitempty"`
+	HotItemWrites int    `json:"hotItemWrites,omitempty"`
 }
 
 // meteredAPI wraps a DynamoDB client and adds up Usage. It can also note when each item was
@@ -55,12 +60,14 @@ type meteredAPI struct {
 	// cost is the WCU of the last successful single-item write of each item: the price of
 	// one write to it, which the floor uses.
 	cost map[[2]string]float64
-	pk   string
-	sk   string
+	// perItem counts the write requests that touched each item since the last take.
+	perItem map[[2]string]int
+	pk      string
+	sk      string
 }
 
 func newMeteredAPI(api API, pk, sk string) *meteredAPI {
-	return &meteredAPI{api: api, pk: pk, sk: sk, cost: map[[2]string]float64{}}
+	return &meteredAPI{api: api, pk: pk, sk: sk, cost: map[[2]string]float64{}, perItem: map[[2]string]int{}}
 }
 
 // writeCost returns the WCU of one write to the item (1 if it was never written alone).
@@ -78,7 +85,12 @@ func (m *meteredAPI) take() Usage {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	u := m.u
-	m.u = Usage{}
+	for k, n := range m.perItem {
+		if n > u.HotItemWrites || n == u.HotItemWrites && k[0]+" "+k[1] < u.HotItem {
+			u.HotItem, u.HotItemWrites = k[0]+" "+k[1], n
+		}
+	}
+	m.u, m.perItem = Usage{}, map[[2]string]int{}
 	return u
 }
 
@@ -110,6 +122,9 @@ func (m *meteredAPI) write(cc *types.ConsumedCapacity, err error, key map[string
 	defer m.mu.Unlock()
 	m.u.Writes++
 	m.u.ItemWrites++
+	if key != nil {
+		m.perItem[m.keyOf(key)]++
+	}
 	var cf *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
@@ -206,6 +221,18 @@ func (m *meteredAPI) TransactWriteItems(ctx context.Context, in *dynamodb.Transa
 	m.u.Writes++
 	m.u.Transactions++
 	m.u.ItemWrites += len(in.TransactItems)
+	for _, ti := range in.TransactItems {
+		switch {
+		case ti.Put != nil:
+			m.perItem[m.keyOf(ti.Put.Item)]++
+		case ti.Update != nil:
+			m.perItem[m.keyOf(ti.Update.Key)]++
+		case ti.Delete != nil:
+			m.perItem[m.keyOf(ti.Delete.Key)]++
+		case ti.ConditionCheck != nil:
+			m.perItem[m.keyOf(ti.ConditionCheck.Key)]++
+		}
+	}
 	if err != nil {
 		var tc *types.TransactionCanceledException
 		if retry.Conflict(err) {

@@ -145,7 +145,13 @@ type Summary struct {
 	LagN               int     `json:"lagN"`
 	// Conflicts are writes refused by a transaction conflict, backlog and live together.
 	Conflicts float64 `json:"conflicts"`
-	Verified  bool    `json:"verified"`
+	// HotItem is the backlog's most written item, HotItemWrites the write requests that
+	// touched it, and HotItemWritesPerSec those over the backlog's drain by the latency model
+	// (one shard): what one item's ~1,000 WCU/s limit is measured against.
+	HotItem             string  `json:"hotItem,omitempty"`
+	HotItemWrites       float64 `json:"hotItemWrites,omitempty"`
+	HotItemWritesPerSec float64 `json:"hotItemWritesPerSecModel,omitempty"`
+	Verified            bool    `json:"verified"`
 	// What AWS would bill and the critical path (medians of the runs' figures).
 	DollarsPerMillion       float64 `json:"dollarsPerMillion"`
 	BilledMsPerBatch        float64 `json:"billedMsPerBatch"`
@@ -272,6 +278,9 @@ func summary(runs []RunResult, sys string) Summary {
 			conflicts += r.LiveUsage.Conflicts
 		}
 		add("conflicts", float64(conflicts))
+		add("hot", float64(r.Usage.HotItemWrites))
+		add("hotps", div(float64(r.Usage.HotItemWrites), r.ModelDrainSeconds))
+		s.HotItem = r.Usage.HotItem
 		add("dollars", r.Cost.Total)
 		add("billed", r.Cost.BilledMsPerBatch)
 		add("billedm", r.Cost.BilledSecondsPerMillion)
@@ -289,6 +298,7 @@ func summary(runs []RunResult, sys string) Summary {
 	s.DrainSeconds, s.CPUPerRecordUs = median(col["drain"]), median(col["cpu"])
 	s.LagP50, s.LagP99, s.LagN = median(col["p50"]), median(col["p99"]), int(median(col["lagn"]))
 	s.Conflicts = median(col["conflicts"])
+	s.HotItemWrites, s.HotItemWritesPerSec = median(col["hot"]), median(col["hotps"])
 	s.DollarsPerMillion, s.BilledMsPerBatch, s.BilledSecondsPerMillion = median(col["dollars"]), median(col["billed"]), median(col["billedm"])
 	s.RoundsPerBatch, s.LiveRate = median(col["rounds"]), median(col["rate"])
 	s.ModelRecordsPerSec, s.ModelDrainSeconds = median(col["mrps"]), median(col["mdrain"])
@@ -438,6 +448,16 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			n := float64(wr.Deltas)
 			p("| %s | %d | %d | %.3f | %.3f | %.3f | %.0f | %.0f |\n", wr.Name, wr.ParallelizationFactor, wr.Deltas,
 				div(wr.Denorm.WCU, n), div(wr.Baseline.WCU, n), div(wr.FloorWCU, n), wr.Denorm.Conflicts, wr.Baseline.Conflicts)
+		}
+		p("\nThe most written item of each system's backlog: its write requests (a transaction counts once for each of its items) and those per second over the backlog's drain by the latency model, one shard; one item takes about 1,000 WCU/s:\n\n")
+		p("| workload | system | item | write requests | per second (model) |\n|---|---|---|--:|--:|\n")
+		for _, wr := range hot {
+			for _, s := range []struct {
+				name string
+				sum  Summary
+			}{{"Denorm", wr.Denorm}, {"baseline", wr.Baseline}} {
+				p("| %s | %s | %s | %.0f | %.1f |\n", wr.Name, s.name, s.sum.HotItem, s.sum.HotItemWrites, s.sum.HotItemWritesPerSec)
+			}
 		}
 	}
 	p("\nWrites refused by their condition, per guard, as Denorm's handler counts them (first run of each workload; the meter's total in brackets), and the pulls not written because a read of their target showed they would be:\n\n| workload | refused | by guard | pulls skipped after a read |\n|---|--:|---|--:|\n")
