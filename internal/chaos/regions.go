@@ -115,7 +115,7 @@ func diffTables(a, b map[Key]record.Item) []string {
 		switch {
 		case !ok:
 			out = append(out, fmt.Sprintf("%s %s: only in the first", k.PK, k.SK))
-		case !reflect.DeepEqual(ia, ib):
+		case !reflect.DeepEqual(record.SortSets(ia), record.SortSets(ib)):
 			out = append(out, fmt.Sprintf("%s %s: differs", k.PK, k.SK))
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"maps"
 	"reflect"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -152,37 +151,7 @@ func sameItem(a, b Item) bool {
 	if (a == nil) != (b == nil) {
 		return false
 	}
-	return reflect.DeepEqual(sortSets(a), sortSets(b))
-}
-
-func sortSets(m Item) Item {
-	out := Item{}
-	for k, v := range m {
-		out[k] = sortSet(v)
-	}
-	return out
-}
-
-func sortSet(v types.AttributeValue) types.AttributeValue {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberSS:
-		return &types.AttributeValueMemberSS{Value: slices.Sorted(slices.Values(v.Value))}
-	case *types.AttributeValueMemberNS:
-		return &types.AttributeValueMemberNS{Value: slices.Sorted(slices.Values(v.Value))}
-	case *types.AttributeValueMemberBS:
-		bs := slices.Clone(v.Value)
-		slices.SortFunc(bs, func(a, b []byte) int { return slices.Compare(a, b) })
-		return &types.AttributeValueMemberBS{Value: bs}
-	case *types.AttributeValueMemberL:
-		l := make([]types.AttributeValue, len(v.Value))
-		for i, x := range v.Value {
-			l[i] = sortSet(x)
-		}
-		return &types.AttributeValueMemberL{Value: l}
-	case *types.AttributeValueMemberM:
-		return &types.AttributeValueMemberM{Value: sortSets(v.Value)}
-	}
-	return v
+	return reflect.DeepEqual(SortSets(a), SortSets(b))
 }
 
 // Several clients deleting one item at once: DynamoDB Local writes a REMOVE for every

@@ -30,7 +30,6 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -392,45 +391,10 @@ func digest(item record.Item) string {
 	if item == nil {
 		return ""
 	}
-	b, err := record.MarshalItem(canonical(item))
+	b, err := record.MarshalItem(record.SortSets(item))
 	if err != nil {
 		panic(err) // an image decoded from a stream record always marshals
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
-}
-
-// canonical returns item with every set's members sorted.
-func canonical(item record.Item) record.Item {
-	out := make(record.Item, len(item))
-	for k, v := range item {
-		out[k] = canonicalValue(v)
-	}
-	return out
-}
-
-func canonicalValue(v types.AttributeValue) types.AttributeValue {
-	switch t := v.(type) {
-	case *types.AttributeValueMemberSS:
-		s := append([]string(nil), t.Value...)
-		sort.Strings(s)
-		return &types.AttributeValueMemberSS{Value: s}
-	case *types.AttributeValueMemberNS:
-		s := append([]string(nil), t.Value...)
-		sort.Strings(s)
-		return &types.AttributeValueMemberNS{Value: s}
-	case *types.AttributeValueMemberBS:
-		s := append([][]byte(nil), t.Value...)
-		sort.Slice(s, func(a, b int) bool { return string(s[a]) < string(s[b]) })
-		return &types.AttributeValueMemberBS{Value: s}
-	case *types.AttributeValueMemberM:
-		return &types.AttributeValueMemberM{Value: canonical(t.Value)}
-	case *types.AttributeValueMemberL:
-		l := make([]types.AttributeValue, len(t.Value))
-		for i, e := range t.Value {
-			l[i] = canonicalValue(e)
-		}
-		return &types.AttributeValueMemberL{Value: l}
-	}
-	return v
 }
