@@ -341,3 +341,38 @@ func TestGlobalTable(t *testing.T) {
 		t.Errorf("the app has %d stacks, want the table's one", stacks)
 	}
 }
+
+// TestGlobalTableRefusesKeepingExpiredItems: on a table with replicas, a rule that keeps
+// expired items counted is refused at synth, with the rule's position: another Region's TTL
+// delete reaches the processing Region as an ordinary delete.
+func TestGlobalTableRefusesKeepingExpiredItems(t *testing.T) {
+	const rulesText = `version: 1
+table: {partitionKey: pk, sortKey: sk, ttlAttribute: ttl}
+entities:
+  Post:    {pk: "POST#{postId}", sk: METADATA, attributes: [commentCount]}
+  Comment: {pk: "POST#{postId}", sk: "COMMENT#{commentId}"}
+rules:
+  - name: post-comment-count
+    count: {of: Comment, into: Post, attribute: commentCount, onExpiry: ignore}
+`
+	str := func(name string) *awsdynamodb.Attribute {
+		return &awsdynamodb.Attribute{Name: jsii.String(name), Type: awsdynamodb.AttributeType_STRING}
+	}
+	for _, replicas := range []bool{true, false} {
+		stack := awscdk.NewStack(awscdk.NewApp(nil), jsii.String("Global"), &awscdk.StackProps{Env: &awscdk.Environment{Region: jsii.String("us-east-1")}})
+		props := &awsdynamodb.TablePropsV2{PartitionKey: str("pk"), SortKey: str("sk"), TimeToLiveAttribute: jsii.String("ttl"),
+			DynamoStream: awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES}
+		if replicas {
+			props.Replicas = &[]*awsdynamodb.ReplicaTableProps{{Region: jsii.String("eu-west-1")}}
+		}
+		table := awsdynamodb.NewTableV2(stack, jsii.String("AppTable"), props)
+		_, err := denormcdk.New(stack, "Denorm", denormcdk.Props{Rules: []byte(rulesText), RulesName: "rules.yaml", Code: codeDirForTests, Table: table})
+		want := "rules.yaml:7:5: rule post-comment-count keeps expired items counted (onExpiry: ignore)"
+		switch {
+		case replicas && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("with replicas: error %v, want one containing %q", err, want)
+		case !replicas && err != nil:
+			t.Errorf("without replicas: %v", err)
+		}
+	}
+}

@@ -226,6 +226,9 @@ func (p settings) validate() (compiledRules, error) {
 			if err := checkShape(p.Table, r.table); err != nil {
 				errs = append(errs, err)
 			}
+			if err := checkReplicas(p.Table, r.keepExpired); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	for _, a := range p.ExtraReadActions {

@@ -18,6 +18,8 @@ type compiledRules struct {
 	filterPatterns []string
 	// queriedIndexes are the secondary indexes the processor queries.
 	queriedIndexes []string
+	// keepExpired names the rules with onExpiry: ignore, and where each is.
+	keepExpired []string
 }
 
 // loadRules is the one place the infrastructure reads a rules file. It uses the same
@@ -43,5 +45,11 @@ func loadRules(path, name string, data []byte) (compiledRules, error) {
 	if err != nil {
 		return compiledRules{}, fmt.Errorf("%s: event filters: %w", path, err)
 	}
-	return compiledRules{data: data, table: set.Table, filterPatterns: patterns, queriedIndexes: set.QueriedIndexes()}, nil
+	var keep []string
+	for _, r := range set.Compiled() {
+		if r.Agg != nil && r.Agg.OnExpiry == rules.OnExpiryIgnore {
+			keep = append(keep, fmt.Sprintf("%s:%d:%d: rule %s", path, r.Pos.Line, r.Pos.Col, r.Name))
+		}
+	}
+	return compiledRules{data: data, table: set.Table, filterPatterns: patterns, queriedIndexes: set.QueriedIndexes(), keepExpired: keep}, nil
 }

@@ -3,6 +3,7 @@ package denormcdk
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
@@ -33,6 +34,23 @@ func checkShape(t awsdynamodb.ITable, spec table.Spec) error {
 		errs = append(errs, fmt.Errorf("table %s: %s", name, d))
 	}
 	return errors.Join(errs...)
+}
+
+// checkReplicas refuses rules that keep expired items counted (onExpiry: ignore) on a table
+// of this app with replicas: DynamoDB marks a TTL delete only in the stream of the Region
+// whose TTL process made it, so the processing Region sees another Region's expiry as a
+// delete ("Working with expired items", DynamoDB developer guide).
+func checkReplicas(t awsdynamodb.ITable, keepExpired []string) error {
+	g, ok := t.Node().DefaultChild().(awsdynamodb.CfnGlobalTable)
+	if !ok || len(keepExpired) == 0 {
+		return nil
+	}
+	if reps := list(awscdk.Stack_Of(t).Resolve(g.Replicas())); len(reps) < 2 {
+		return nil
+	}
+	return fmt.Errorf("table %s has replicas in other Regions, and %s keeps expired items counted (onExpiry: ignore): "+
+		"a TTL delete made in another Region reaches this Region's stream as an ordinary delete, so it would leave the count; "+
+		"use onExpiry: remove, or a table without replicas", *t.Node().Path(), strings.Join(keepExpired, ", "))
 }
 
 // describeDefined builds, from the L1 resource of a table defined in this app, what

@@ -280,7 +280,11 @@ func summary(runs []RunResult, sys string) Summary {
 		add("conflicts", float64(conflicts))
 		add("hot", float64(r.Usage.HotItemWrites))
 		add("hotps", div(float64(r.Usage.HotItemWrites), r.ModelDrainSeconds))
-		s.HotItem = r.Usage.HotItem
+		if s.Runs == 1 || s.HotItem == r.Usage.HotItem {
+			s.HotItem = r.Usage.HotItem
+		} else {
+			s.HotItem = "(differs between runs)"
+		}
 		add("dollars", r.Cost.Total)
 		add("billed", r.Cost.BilledMsPerBatch)
 		add("billedm", r.Cost.BilledSecondsPerMillion)

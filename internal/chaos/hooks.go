@@ -54,8 +54,11 @@ type Hooks struct {
 	// record can be named.
 	cases func(Key) []string
 
-	mu      sync.Mutex
-	poison  map[string]string // sequence number -> why the record can never be applied
+	mu sync.Mutex
+	// replicated, when set, tells a delete another Region made and replication carried here:
+	// DynamoDB marks a TTL delete only in the stream of the Region whose TTL process made it.
+	replicated func(keys, old record.Item) bool
+	poison     map[string]string // sequence number -> why the record can never be applied
 	ttl     map[string]bool
 	touched map[string]Key // sequence number -> item, for items cases names
 }
@@ -197,6 +200,12 @@ func (h *Hooks) expire(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	if v, err := strconv.ParseFloat(n.Value, 64); err != nil || v >= ttlLimit {
+		return raw
+	}
+	h.mu.Lock()
+	replicated := h.replicated
+	h.mu.Unlock()
+	if replicated != nil && replicated(c.Keys, c.Old) {
 		return raw
 	}
 	c.TTL = true

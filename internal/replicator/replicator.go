@@ -6,8 +6,9 @@
 // invoker is the replicator. A record of a write the replicator did not make is a local
 // write of that Region: it gets a timestamp (the time it was read, strictly increasing) and
 // becomes the item's newest version; after Delay it is put (or deleted) in every other
-// table that does not hold a newer version. Every version is carried, each item's in order;
-// two items' versions may land in another order than they were written, as in DynamoDB. A
+// table that does not hold a newer version by then. Each item's versions are carried in
+// order; two items' versions may land in another order than they were written, as in
+// DynamoDB. A
 // record of a write the replicator made is recognized by its key and new image and goes no
 // further. Conflicting writes resolve as global tables resolve them, last writer wins per
 // item: the version with the later timestamp ends in every table, and the other is lost
@@ -40,6 +41,7 @@ import (
 
 	"github.com/denorm/denorm/internal/esm"
 	"github.com/denorm/denorm/internal/record"
+	"github.com/denorm/denorm/internal/retry"
 )
 
 // DB is the part of the DynamoDB client the replicator uses.
@@ -85,19 +87,26 @@ type Stats struct {
 type Replicator struct {
 	cfg      Config
 	maps     []*esm.Mapping
-	queues   [][]chan job // per replica, its writers' lanes: one item's writes in one lane
+	lanes    [][]*lane // per replica, its writers: one item's writes in one lane
 	cancel   context.CancelFunc
 	done     sync.WaitGroup
-	errs     chan error
 	paused   []atomic.Bool
 	pending  atomic.Int64 // jobs queued or running
 	activity atomic.Int64 // records read plus writes made
 
 	local, replicated, conflicts, repairs, held atomic.Int64
 
+	failMu sync.Mutex
+	err    error         // the first error
+	failed chan struct{} // closed with it
+
 	mu    sync.Mutex
 	clock int64
 	items map[string]*itemState
+	// deleted holds, per replica, the deletes the replicator made (key and old image), and
+	// deleting the keys of those under way: Replicated tells them from the Region's own.
+	deleted  []map[string]bool
+	deleting []map[string]int
 }
 
 // version is one version of an item: its image (nil once deleted) and when it was written.
@@ -121,14 +130,50 @@ type itemState struct {
 	echoes [][]version
 }
 
-// lanes is how many writers each replica has.
-const lanes = 4
+// writers is how many lanes each replica has.
+const writers = 4
 
 // job carries one version to a replica.
 type job struct {
 	key string
 	v   version
 	due time.Time
+}
+
+// lane is one writer's queue: pushing never blocks, so the replicator can queue while it
+// holds its lock.
+type lane struct {
+	mu   sync.Mutex
+	jobs []job
+	wake chan struct{}
+}
+
+func (l *lane) push(j job) {
+	l.mu.Lock()
+	l.jobs = append(l.jobs, j)
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (l *lane) pop(ctx context.Context) (job, bool) {
+	for {
+		l.mu.Lock()
+		if len(l.jobs) > 0 {
+			j := l.jobs[0]
+			l.jobs = l.jobs[1:]
+			l.mu.Unlock()
+			return j, true
+		}
+		l.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return job{}, false
+		case <-l.wake:
+		}
+	}
 }
 
 // Start checks the tables and starts reading their streams from the start.
@@ -140,11 +185,13 @@ func Start(ctx context.Context, cfg Config) (*Replicator, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	n := len(cfg.Tables)
-	r := &Replicator{cfg: cfg, queues: make([][]chan job, n), errs: make(chan error, 2*n), paused: make([]atomic.Bool, n),
-		items: map[string]*itemState{}}
+	r := &Replicator{cfg: cfg, lanes: make([][]*lane, n), paused: make([]atomic.Bool, n), failed: make(chan struct{}),
+		items: map[string]*itemState{}, deleted: make([]map[string]bool, n), deleting: make([]map[string]int, n)}
+	// The mappings and writers run until Close, not until ctx, which only bounds Start.
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	for i, table := range cfg.Tables {
+		r.deleted[i], r.deleting[i] = map[string]bool{}, map[string]int{}
 		out, err := cfg.DB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 		if err != nil {
 			r.Close()
@@ -168,25 +215,25 @@ func Start(ctx context.Context, cfg Config) (*Replicator, error) {
 		go func() {
 			defer r.done.Done()
 			if err := m.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
-				r.errs <- fmt.Errorf("replicator: reading %s: %w", table, err)
+				r.fail(fmt.Errorf("replicator: reading %s: %w", table, err))
 			}
 		}()
-		for range lanes {
-			q := make(chan job, 1<<14)
-			r.queues[i] = append(r.queues[i], q)
+		for range writers {
+			l := &lane{wake: make(chan struct{}, 1)}
+			r.lanes[i] = append(r.lanes[i], l)
 			r.done.Add(1)
 			go func() {
 				defer r.done.Done()
-				r.write(runCtx, i, q)
+				r.write(runCtx, i, l)
 			}()
 		}
 	}
 	for _, m := range r.maps {
 		select {
 		case <-m.Started():
-		case err := <-r.errs:
+		case <-r.failed:
 			r.Close()
-			return nil, err
+			return nil, r.firstErr()
 		case <-ctx.Done():
 			r.Close()
 			return nil, ctx.Err()
@@ -195,16 +242,28 @@ func Start(ctx context.Context, cfg Config) (*Replicator, error) {
 	return r, nil
 }
 
-// Close stops reading and writing; writes not made yet are dropped.
+// fail keeps the first error; the replicator stops writing.
+func (r *Replicator) fail(err error) {
+	r.failMu.Lock()
+	defer r.failMu.Unlock()
+	if r.err == nil {
+		r.err = err
+		close(r.failed)
+	}
+}
+
+func (r *Replicator) firstErr() error {
+	r.failMu.Lock()
+	defer r.failMu.Unlock()
+	return r.err
+}
+
+// Close stops reading and writing; writes not made yet are dropped. It returns the first
+// error the replicator met.
 func (r *Replicator) Close() error {
 	r.cancel()
 	r.done.Wait()
-	select {
-	case err := <-r.errs:
-		return err
-	default:
-		return nil
-	}
+	return r.firstErr()
 }
 
 // Pause stops (true) or resumes (false) replication into and out of replica i, as when its
@@ -220,6 +279,16 @@ func (r *Replicator) Stats() Stats {
 // settle compares it before and after.
 func (r *Replicator) Activity() int64 { return r.activity.Load() }
 
+// Replicated reports whether the replicator deleted the item of keys from replica i when it
+// held old: a REMOVE of that replica's stream that is not the Region's own. DynamoDB's stream
+// of a replica marks a TTL delete only in the Region whose TTL process made it.
+func (r *Replicator) Replicated(i int, keys, old record.Item) bool {
+	key := digest(keys)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.deleted[i][key+digest(old)] || r.deleting[i][key] > 0
+}
+
 // Drain waits until every stream has been read to its tip, every write has been made and
 // nothing happened for idle. It returns ctx's error when writes keep coming.
 func (r *Replicator) Drain(ctx context.Context, idle time.Duration) error {
@@ -234,8 +303,8 @@ func (r *Replicator) Drain(ctx context.Context, idle time.Duration) error {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case err := <-r.errs:
-				return err
+			case <-r.failed:
+				return r.firstErr()
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
@@ -262,9 +331,6 @@ func (rd reader) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("replicator: %w", err)
 		}
-		if c.Op == record.Remove && c.Old == nil {
-			continue // a delete of an item already gone: changes nothing
-		}
 		rd.r.read(rd.i, c)
 	}
 	return []byte(`{}`), nil
@@ -287,8 +353,8 @@ func (r *Replicator) read(i int, c record.Change) {
 		if e.digest != d {
 			continue
 		}
-		// The replicator's own write. Echoes before it changed nothing (no record) or were
-		// overwritten before being read: they are done with too.
+		// The replicator's own write. Echoes before it were overwritten before being read:
+		// they are done with too.
 		st.echoes[i] = st.echoes[i][at+1:]
 		if st.seen[i] > e.ts {
 			// It was written over a newer local write not read yet: put the newest back.
@@ -299,6 +365,9 @@ func (r *Replicator) read(i int, c record.Change) {
 		}
 		st.seen[i] = e.ts
 		return
+	}
+	if c.Op == record.Remove && c.Old == nil {
+		return // a delete of an item already gone (DynamoDB Local writes one): no change
 	}
 	r.local.Add(1)
 	// A version of another Region had not reached this one (or was on its way, to be
@@ -317,6 +386,7 @@ func (r *Replicator) read(i int, c record.Change) {
 	}
 }
 
+// enqueue queues a version for replica i; it never blocks.
 func (r *Replicator) enqueue(i int, key string, v version, due time.Time) {
 	r.pending.Add(1)
 	if r.paused[i].Load() || r.paused[v.region].Load() {
@@ -324,28 +394,32 @@ func (r *Replicator) enqueue(i int, key string, v version, due time.Time) {
 	}
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	r.queues[i][h.Sum32()%lanes] <- job{key: key, v: v, due: due}
+	r.lanes[i][h.Sum32()%writers].push(job{key: key, v: v, due: due})
 }
 
 // write makes the writes of one of replica i's lanes, in the order they were queued.
-func (r *Replicator) write(ctx context.Context, i int, q chan job) {
+func (r *Replicator) write(ctx context.Context, i int, l *lane) {
 	for {
-		var j job
-		select {
-		case <-ctx.Done():
+		j, ok := l.pop(ctx)
+		if !ok {
 			return
-		case j = <-q:
 		}
-		for time.Now().Before(j.due) || r.paused[i].Load() || r.paused[j.v.region].Load() {
-			select {
-			case <-ctx.Done():
+		for {
+			wait := time.Until(j.due)
+			paused := r.paused[i].Load() || r.paused[j.v.region].Load()
+			if !paused && wait <= 0 {
+				break
+			}
+			if paused || wait > 20*time.Millisecond {
+				wait = 20 * time.Millisecond
+			}
+			if retry.Sleep(ctx, wait) != nil {
 				return
-			case <-time.After(min(time.Until(j.due)+time.Millisecond, 20*time.Millisecond)):
 			}
 		}
 		if err := r.carry(ctx, i, j); err != nil {
 			if ctx.Err() == nil {
-				r.errs <- err
+				r.fail(err)
 			}
 			return
 		}
@@ -362,27 +436,60 @@ func (r *Replicator) carry(ctx context.Context, i int, j job) error {
 		r.mu.Unlock()
 		return nil
 	}
+	// The echo goes first: the write's record can be read before the write returns.
 	st.echoes[i] = append(st.echoes[i], w)
 	st.held[i] = w.ts
+	if w.image == nil {
+		r.deleting[i][j.key]++
+	}
 	r.mu.Unlock()
-	r.activity.Add(1)
-	r.replicated.Add(1)
 	table := aws.String(r.cfg.Tables[i])
+	var old record.Item
 	for attempt := 0; ; attempt++ {
 		var err error
 		if w.image == nil {
-			_, err = r.cfg.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: table, Key: w.key})
+			var out *dynamodb.DeleteItemOutput
+			out, err = r.cfg.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: table, Key: w.key, ReturnValues: types.ReturnValueAllOld})
+			if err == nil {
+				old = out.Attributes
+			}
 		} else {
-			_, err = r.cfg.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: table, Item: w.image})
+			var out *dynamodb.PutItemOutput
+			out, err = r.cfg.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: table, Item: w.image, ReturnValues: types.ReturnValueAllOld})
+			if err == nil {
+				old = out.Attributes
+			}
 		}
 		if err == nil {
-			return nil
+			break
 		}
-		if attempt == 10 || ctx.Err() != nil {
+		if !retry.Transient(err) || attempt == 10 {
 			return fmt.Errorf("replicator: writing to %s: %w", r.cfg.Tables[i], err)
 		}
-		time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
+		if err := retry.Sleep(ctx, time.Duration(attempt+1)*20*time.Millisecond); err != nil {
+			return err
+		}
 	}
+	r.mu.Lock()
+	if w.image == nil {
+		r.deleting[i][j.key]--
+	}
+	if len(old) == 0 {
+		old = nil
+	}
+	if digest(old) == w.digest {
+		// The replica held that version already: DynamoDB writes no record for a write that
+		// changes nothing, so no echo will come.
+		if n := len(st.echoes[i]); n > 0 && st.echoes[i][n-1].ts == w.ts {
+			st.echoes[i] = st.echoes[i][:n-1]
+		}
+	} else if w.image == nil {
+		r.deleted[i][j.key+digest(old)] = true
+	}
+	r.mu.Unlock()
+	r.replicated.Add(1)
+	r.activity.Add(1)
+	return nil
 }
 
 // digest names an image (or a key) as DynamoDB compares them: set members in any order;
