@@ -59,8 +59,8 @@ type Hooks struct {
 	// DynamoDB marks a TTL delete only in the stream of the Region whose TTL process made it.
 	replicated func(keys, old record.Item) bool
 	poison     map[string]string // sequence number -> why the record can never be applied
-	ttl     map[string]bool
-	touched map[string]Key // sequence number -> item, for items cases names
+	ttl        map[string]bool
+	touched    map[string]Key // sequence number -> item, for items cases names
 }
 
 // NewHooks returns the hooks of f on their own (Run builds its own).
