@@ -50,9 +50,9 @@ func ruleSubset(path string, names []string, perItem bool) (*rules.File, *rules.
 		return nil, nil, err
 	}
 	if perItem {
-		for _, r := range set.Rules {
-			if cr := set.Rule(r.Name); cr != nil && cr.Watermark {
-				return nil, nil, fmt.Errorf("rule %s needs its partition's records in one order (watermark mode), which Lambda does not keep above ParallelizationFactor 1", r.Name)
+		for _, cr := range set.Compiled() {
+			if cr.Watermark {
+				return nil, nil, fmt.Errorf("rule %s needs its partition's records in one order (watermark mode), which Lambda does not keep above ParallelizationFactor 1", cr.Name)
 			}
 		}
 	}

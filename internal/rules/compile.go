@@ -16,7 +16,6 @@ import (
 type Set struct {
 	Table    table.Spec
 	Entities []*EntityType
-	Rules    []*Rule
 	// LocalIndexes is true when the table has local secondary indexes: an item collection
 	// then stays in one partition, so the records of one partition key come in order on one
 	// shard lineage, which the watermark mode of counters relies on.
