@@ -114,8 +114,8 @@ func TestParseSocial(t *testing.T) {
 	if !reflect.DeepEqual(f.Table, table.Default()) {
 		t.Errorf("table = %+v, want the default spec written out", f.Table)
 	}
-	if len(f.Entities) != 12 || len(f.Rules) != 19 {
-		t.Fatalf("%d entities, %d rules; want 12 and 19", len(f.Entities), len(f.Rules))
+	if len(f.Entities) != 12 || len(f.Rules) != 20 {
+		t.Fatalf("%d entities, %d rules; want 12 and 20", len(f.Entities), len(f.Rules))
 	}
 	c := f.Entities[3]
 	if c.Name != "Comment" || c.Keys["gsi1pk"] != "USER#{userId}" ||
