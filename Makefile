@@ -93,7 +93,7 @@ SOAK_SEED ?= 1
 .PHONY: soak
 soak:
 	DENORM_SOAK_OPS=$(SOAK_OPS) DENORM_SOAK_SEED=$(SOAK_SEED) $(DDB) run -- \
-	  $(GO_ROOT) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./tests/reliability/
+	  env $(GO_ROOT) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./tests/reliability/
 
 ## fuzz: every fuzz target for FUZZTIME each (no emulator needed). Minimizing a new input is
 ## capped: Go's default (60 s) can spend a whole run shrinking one large rules file or event.

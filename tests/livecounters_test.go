@@ -344,6 +344,77 @@ func TestBackfillWhileATargetIsAway(t *testing.T) {
 	}
 }
 
+// TestBackfillWhileADistinctTargetIsAway is TestBackfillWhileATargetIsAway for a distinct
+// count: customers away while a distinct of their orders' statuses is deployed and
+// backfilled. c1 loses its one paid order (left: shipped, 1 status), c2 its only order (0);
+// the processor moved their reference items while they were away. The backfill must decide
+// their reference items and states, or c1 put back shows no status at all.
+func TestBackfillWhileADistinctTargetIsAway(t *testing.T) {
+	const shopDistinct = "testdata/shop-distinct.yaml"
+	db, _ := ddbtest.Clients(t)
+	table := ddbtest.TableName(t)
+	ckpt := filepath.Join(t.TempDir(), "mapping.json")
+	t.Cleanup(func() { deleteTable(db, table) })
+	ctx := context.Background()
+	put := func(it item) {
+		t.Helper()
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: it}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del := func(pk, sk string) {
+		t.Helper()
+		if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: item{"pk": str(pk), "sk": str(sk)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	profile := func(c string) item {
+		return item{"pk": str("CUSTOMER#" + c), "sk": str("PROFILE"), "name": str("Customer " + c)}
+	}
+	order := func(c, o, status string) item {
+		return item{"pk": str("CUSTOMER#" + c), "sk": str("ORDER#" + o), "status": str(status), "amount": num(30)}
+	}
+
+	p := startRules(t, shopV1, table, ckpt)
+	put(profile("c1"))
+	put(order("c1", "o1", "paid"))
+	put(order("c1", "o2", "shipped"))
+	put(profile("c2"))
+	put(order("c2", "o3", "paid"))
+	drain(t, p)
+	del("CUSTOMER#c1", "PROFILE")
+	del("CUSTOMER#c2", "PROFILE")
+	drain(t, p)
+
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p = startRules(t, shopDistinct, table, ckpt)
+	defer p.Close()
+	del("CUSTOMER#c1", "ORDER#o1")
+	del("CUSTOMER#c2", "ORDER#o3")
+	drain(t, p)
+
+	if code, out := denorm(t, "backfill", "--rules", shopDistinct, "--table", table, "--only", "customer-statuses",
+		"--settle", "500ms", "--no-progress"); code != 0 {
+		t.Fatalf("backfill exited %d:\n%s", code, out)
+	}
+	put(profile("c1"))
+	put(profile("c2"))
+	drain(t, p)
+	if code, out := denorm(t, "verify", "--rules", shopDistinct, "--table", table, "--no-progress"); code != 0 {
+		t.Errorf("verify exited %d once the customers were back, want 0: the backfill exited 0 and left their states wrong\n%s", code, out)
+	}
+	got, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: item{"pk": str("CUSTOMER#c1"), "sk": str("PROFILE")},
+		ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := got.Item["statusCount"].(*types.AttributeValueMemberN); !ok || n.Value != "1" {
+		t.Errorf("c1 statusCount = %v, want 1 (shipped)", got.Item["statusCount"])
+	}
+}
+
 // stream turns the table's stream on (NEW_AND_OLD_IMAGES) or off.
 func stream(t *testing.T, db *dynamodb.Client, table string, on bool) {
 	t.Helper()

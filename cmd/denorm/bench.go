@@ -22,7 +22,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench", "[FILE | --rules FILE] [--endpoint URL] [--workloads a,b] [--reps N] [--size full|smoke|tiny] [--batch-size N] [--latency default|none|SPEC] [--rate N] [--batching-window D] [--out DIR]")
 	endpoint := fs.String("endpoint", os.Getenv("DENORM_DYNAMODB_ENDPOINT"), "DynamoDB Local endpoint; empty starts one")
 	rulesFlag := fs.String("rules", "", "the social example's rules file, or the argument FILE (default "+exampleRules+"; workloads use subsets of it)")
-	workloads := fs.String("workloads", "", "comma-separated workloads (default all: comment-storm, posts-per-user, membership-churn, rename, social-mix, hot-target, daily-buckets, latest-n)")
+	workloads := fs.String("workloads", "", "comma-separated workloads (default all: comment-storm, posts-per-user, membership-churn, rename, social-mix, hot-target, daily-buckets, latest-n, large-files, distinct-roles, daily-top-files)")
 	reps := fs.Int("reps", 2, "runs per system and workload (Denorm and the baseline alternate)")
 	size := fs.String("size", "full", "full (what docs/benchmarks.md reports), smoke (a few minutes) or tiny (seconds, for tests)")
 	seed := fs.Uint64("seed", 1, "workload seed")

@@ -64,7 +64,7 @@ rules:
 		stderr     []string
 		stderrNone bool
 	}{
-		{"good file", []string{good}, 0, []string{good + ": ok (12 entities, 19 rules)"}, nil, true},
+		{"good file", []string{good}, 0, []string{good + ": ok (12 entities, 20 rules)"}, nil, true},
 		{"bad file", []string{bad}, 1, nil, []string{
 			bad + ":10:9: entity \"Comment\": bad sk template",
 			bad + ":18:5: rule \"avatar-loop\": rules form a cycle",
@@ -73,7 +73,7 @@ rules:
 		{"good and bad", []string{good, bad}, 1, []string{good + ": ok"}, []string{bad + ":15:42:"}, false},
 		{"missing file", []string{missing}, 1, nil, []string{missing + ": reading rules file:"}, false},
 		{"no file", nil, 2, nil, []string{"usage: denorm validate FILE..."}, false},
-		{"--rules", []string{"--rules", good}, 0, []string{good + ": ok (12 entities, 19 rules)"}, nil, true},
+		{"--rules", []string{"--rules", good}, 0, []string{good + ": ok (12 entities, 20 rules)"}, nil, true},
 		// A rule into a time bucket says what one bucket item is and when it expires.
 		{"time buckets", []string{buckets}, 0, []string{buckets + ": ok (5 entities, 3 rules)\n" +
 			`  rule "post-daily-comments": Comment by the UTC day of createdAt into PostDay (sk "DAY#{createdAt:day}"), created on first use; expires 90d after its day ends (written to ttl)` + "\n" +

@@ -264,7 +264,7 @@ func (b *Baseline) member(ctx context.Context, rec *events.DynamoDBEventRecord, 
 	return nil
 }
 
-// file: counted and summed into its folder.
+// file: counted and summed into its folder, and counted while it is large (size gte 524288).
 func (b *Baseline) file(ctx context.Context, rec *events.DynamoDBEventRecord, pk string, old, nw item) error {
 	var ds []delta
 	if b.Rules["folder-file-count"] {
@@ -278,6 +278,17 @@ func (b *Baseline) file(ctx context.Context, rec *events.DynamoDBEventRecord, pk
 	if b.Rules["folder-size"] {
 		if d := number(get(nw, "size")) - number(get(old, "size")); d != 0 {
 			ds = append(ds, delta{pk, "METADATA", "totalBytes", d, 0})
+		}
+	}
+	if b.Rules["folder-large-file-count"] {
+		large := func(it item) int64 {
+			if number(get(it, "size")) >= largeFileBound {
+				return 1
+			}
+			return 0
+		}
+		if d := large(nw) - large(old); d != 0 {
+			ds = append(ds, delta{pk, "METADATA", "largeFileCount", d, 0})
 		}
 	}
 	return b.count(ctx, rec, ds)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +118,43 @@ func TestLatestNSmoke(t *testing.T) {
 	}
 	if !found || w.Ratios.WCUVsFloor <= 0 {
 		t.Errorf("checks %v, WCU vs floor %.2f: want the list target and a ratio", w.Checks, w.Ratios.WCUVsFloor)
+	}
+}
+
+// TestFormsSmoke runs the workloads of the comparison, distinct and top-into-bucket forms
+// at a tiny size: every run verifies clean; the baseline runs only where it implements the
+// rule (the comparison), and the report gives each workload's WCU per source write.
+func TestFormsSmoke(t *testing.T) {
+	ep := ddbtest.Endpoint(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	names := []string{"large-files", "distinct-roles", "daily-top-files"}
+	rep, err := Run(ctx, Config{Endpoint: ep, RulesPath: "../../rules/social.yaml", Workloads: names,
+		Reps: 1, Size: Tiny, Ceiling: -1, WarmUp: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.AllVerified || len(rep.Workloads) != len(names) {
+		t.Fatalf("report: verified %v, %d workloads", rep.AllVerified, len(rep.Workloads))
+	}
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range rep.Workloads {
+		wantRuns := 1
+		if !w.NoBaseline {
+			wantRuns = 2
+		}
+		if len(w.Runs) != wantRuns || w.Denorm.WCU <= 0 || !w.Denorm.Verified {
+			t.Errorf("%s: %d runs (want %d), Denorm WCU %.0f, verified %v", w.Name, len(w.Runs), wantRuns, w.Denorm.WCU, w.Denorm.Verified)
+		}
+		row := fmt.Sprintf("| %s | %s | %d | ", w.Name, strings.Join(w.Rules, ", "), w.Ops)
+		if !strings.Contains(md.String(), row) {
+			t.Errorf("markdown lacks the WCU per source write row %q:\n%s", row, md.String())
+		}
+	}
+	if w := rep.Workloads[0]; w.NoBaseline || w.Baseline.WCU <= 0 || !w.Baseline.Verified {
+		t.Errorf("large-files: the baseline did not run clean (WCU %.0f, verified %v)", w.Baseline.WCU, w.Baseline.Verified)
 	}
 }

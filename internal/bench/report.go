@@ -31,7 +31,8 @@ type Report struct {
 	Ceiling          Ceiling          `json:"ceiling"`
 	CeilingAfter     *Ceiling         `json:"ceilingAfter,omitempty"`
 	Workloads        []WorkloadResult `json:"workloads"`
-	// AllVerified: every run of both systems ended with `denorm verify` clean.
+	// AllVerified: every run of both systems (Denorm's alone where the workload has no
+	// baseline) ended with `denorm verify` clean.
 	AllVerified bool `json:"allVerified"`
 }
 
@@ -49,10 +50,13 @@ type WorkloadResult struct {
 	// ParallelizationFactor is the event source mapping's, the same for both systems.
 	ParallelizationFactor int `json:"parallelizationFactor"`
 	// Deltas are the measured backlog's counter changes, when WCU per delta is reported.
-	Deltas   int         `json:"deltas,omitempty"`
-	Runs     []RunResult `json:"runs"`
-	Denorm   Summary     `json:"denorm"`
-	Baseline Summary     `json:"baseline"`
+	Deltas int `json:"deltas,omitempty"`
+	// NoBaseline: the baseline does not implement the rule; Denorm ran alone, and the
+	// ratios to the baseline and the floor (which the baseline's runs count) are 0.
+	NoBaseline bool        `json:"noBaseline,omitempty"`
+	Runs       []RunResult `json:"runs"`
+	Denorm     Summary     `json:"denorm"`
+	Baseline   Summary     `json:"baseline"`
 	// FloorWrites is one write per distinct target whose value changed, per batch; FloorWCU
 	// prices each at what one write to that item costs (table, plus its global indexes).
 	FloorWrites float64 `json:"floorWrites"`
@@ -193,7 +197,7 @@ func (r *Report) summarize() {
 	for i := range r.Workloads {
 		w := &r.Workloads[i]
 		w.Denorm, w.Baseline = summary(w.Runs, Denorm), summary(w.Runs, Naive)
-		r.AllVerified = r.AllVerified && w.Denorm.Verified && w.Baseline.Verified
+		r.AllVerified = r.AllVerified && w.Denorm.Verified && (w.NoBaseline || w.Baseline.Verified)
 		var floors, floorWCU []float64
 		for _, run := range w.Runs {
 			if run.System == Naive {
@@ -244,9 +248,10 @@ func (r *Report) summarize() {
 			}
 		}
 		w.Checks = append(w.Checks, r.speedChecks(w)...)
-		w.Checks = append(w.Checks,
-			Check{"exactly once: denorm verify clean after every Denorm run", b2f(d.Verified), 1, d.Verified},
-			Check{"like for like: denorm verify clean after every baseline run", b2f(b.Verified), 1, b.Verified})
+		w.Checks = append(w.Checks, Check{"exactly once: denorm verify clean after every Denorm run", b2f(d.Verified), 1, d.Verified})
+		if !w.NoBaseline {
+			w.Checks = append(w.Checks, Check{"like for like: denorm verify clean after every baseline run", b2f(b.Verified), 1, b.Verified})
+		}
 	}
 }
 
@@ -361,12 +366,16 @@ func (r *Report) speedChecks(w *WorkloadResult) []Check {
 		}
 	}
 	lagLimit := r.BatchingWindowMs + lagAllowanceMs
-	return []Check{
+	checks := []Check{
 		{TargetKeepUp, rps, keepUpRate, rps >= keepUpRate},
 		{TargetLagP99, d.LagP99, lagLimit, d.LagN > 0 && d.LagP99 <= lagLimit},
-		{TargetSpeed, speed, speedRatio, speed >= speedRatio},
-		{TargetDollars, q.DollarsVsBaseline, dollarRatio, q.DollarsVsBaseline > 0 && q.DollarsVsBaseline <= dollarRatio},
 	}
+	if w.NoBaseline {
+		return checks
+	}
+	return append(checks,
+		Check{TargetSpeed, speed, speedRatio, speed >= speedRatio},
+		Check{TargetDollars, q.DollarsVsBaseline, dollarRatio, q.DollarsVsBaseline > 0 && q.DollarsVsBaseline <= dollarRatio})
 }
 
 // WriteMarkdown writes the figures and ratios as Markdown tables.
@@ -386,6 +395,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			name, sys string
 			sum       Summary
 		}{{"Denorm", Denorm, wr.Denorm}, {"baseline", Naive, wr.Baseline}} {
+			if s.sys == Naive && wr.NoBaseline {
+				continue
+			}
 			rps, mrps := fmt.Sprintf("%.0f", s.sum.RecordsPerSec), fmt.Sprintf("%.0f", s.sum.ModelRecordsPerSec)
 			if wr.CopyLag {
 				rps = fmt.Sprintf("%.0f copies/s", div(wr.FloorWrites, s.sum.DrainSeconds))
@@ -401,13 +413,17 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	p("|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, wr := range r.Workloads {
 		q := wr.Ratios
+		if wr.NoBaseline {
+			p("| %s | no baseline | | | | | | |\n", wr.Name)
+			continue
+		}
 		p("| %s | %.1fx | %.1fx | %.3fx | %.2fx / %.2fx | %.3fx | %.2fx | %.2fx |\n", wr.Name, q.ModelThroughputVsBaseline, q.ThroughputVsBaseline, q.DollarsVsBaseline,
 			q.LagP50VsBaseline, q.LagP99VsBaseline, q.WCUVsBaseline, q.WCUVsFloor, q.BaselineWCUVsFloor)
 	}
 	p("\nDollars per million source writes by part (first run of each system; rename: per million copies): Lambda duration + requests + write units + read units.\n\n")
 	p("| workload | system | batches | Lambda duration | requests | writes | reads | total |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
 	for _, wr := range r.Workloads {
-		for _, sys := range []string{Denorm, Naive} {
+		for _, sys := range systems(wr) {
 			for _, run := range wr.Runs {
 				if run.System != sys {
 					continue
@@ -421,7 +437,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	p("\nCritical path of a batch (first run of each system; batches that made no call left out): rounds of DynamoDB calls (calls in flight together, directly or through another call, are one round); the chain of calls that waited on each other (each started after the one before it ended: the time a batch waits on AWS, by the model); the most frequent sequence of rounds; per operation, the rounds per batch that held it.\n\n")
 	p("| workload | system | batches (without calls) | rounds per batch (max) | chain per batch: calls, ms | typical batch (how many) | rounds per batch by operation |\n|---|---|--:|--:|--:|---|---|\n")
 	for _, wr := range r.Workloads {
-		for _, sys := range []string{Denorm, Naive} {
+		for _, sys := range systems(wr) {
 			cp := firstRun(wr, sys).Path
 			p("| %s | %s | %d (%d) | %.1f (%d) | %.1f, %.0f | %s (%d) | %s |\n", wr.Name, sys, cp.Invocations, cp.Empty, cp.RoundsMean, cp.RoundsMax,
 				cp.ChainCalls, cp.ChainMs, shorten(cp.Typical, 160), cp.TypicalCount, byOp(cp.RoundsByOp))
@@ -435,9 +451,24 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			name string
 			sum  Summary
 		}{{"Denorm", wr.Denorm}, {"baseline", wr.Baseline}} {
+			if s.name == "baseline" && wr.NoBaseline {
+				continue
+			}
 			p("| %s | %s | %.0f | %.0f | %.0f | %.0f |\n", wr.Name, s.name, s.sum.WCU, s.sum.Writes, s.sum.Reads, s.sum.CPUPerRecordUs)
 		}
-		p("| %s | floor | %.0f | %.0f | | |\n", wr.Name, wr.FloorWCU, wr.FloorWrites)
+		if !wr.NoBaseline {
+			p("| %s | floor | %.0f | %.0f | | |\n", wr.Name, wr.FloorWCU, wr.FloorWrites)
+		}
+	}
+	p("\nWCU per source write: the measured backlog's WCU over its source writes (the floor's and the baseline's where the baseline implements the rule):\n\n")
+	p("| workload | rules | source writes | Denorm WCU/write | baseline WCU/write | floor WCU/write |\n|---|---|--:|--:|--:|--:|\n")
+	for _, wr := range r.Workloads {
+		n := float64(wr.Ops)
+		base, floor := fmt.Sprintf("%.3f", div(wr.Baseline.WCU, n)), fmt.Sprintf("%.3f", div(wr.FloorWCU, n))
+		if wr.NoBaseline {
+			base, floor = "no baseline", ""
+		}
+		p("| %s | %s | %d | %.3f | %s | %s |\n", wr.Name, strings.Join(wr.Rules, ", "), wr.Ops, div(wr.Denorm.WCU, n), base, floor)
 	}
 	var hot []WorkloadResult
 	for _, wr := range r.Workloads {
@@ -554,6 +585,14 @@ func byOp(m map[string]float64) string {
 }
 
 // firstRun is sys's first run of w (zero if none).
+// systems are the systems that ran w: Denorm, and the baseline unless w has none.
+func systems(w WorkloadResult) []string {
+	if w.NoBaseline {
+		return []string{Denorm}
+	}
+	return []string{Denorm, Naive}
+}
+
 func firstRun(w WorkloadResult, sys string) RunResult {
 	for _, r := range w.Runs {
 		if r.System == sys {

@@ -225,9 +225,13 @@ func (r *runner) workload(ctx context.Context, w Workload) (*WorkloadResult, err
 	}
 	wr := &WorkloadResult{Name: w.Name, Description: w.Description, Rules: ruleNames(set), Targets: w.Targets,
 		SetupOps: len(w.Setup), Ops: len(w.Measure), LiveOps: len(w.Live), LiveRate: r.liveRate(w), CopyLag: w.CopyLag,
-		ParallelizationFactor: max(1, w.ParallelizationFactor), Deltas: w.Deltas}
+		ParallelizationFactor: max(1, w.ParallelizationFactor), Deltas: w.Deltas, NoBaseline: w.NoBaseline}
+	systems := []string{Denorm, Naive}
+	if w.NoBaseline {
+		systems = systems[:1]
+	}
 	for rep := 0; rep < r.cfg.Reps; rep++ {
-		for _, sys := range []string{Denorm, Naive} {
+		for _, sys := range systems {
 			fmt.Fprintf(r.cfg.Progress, "%s: %s run %d/%d ...", w.Name, sys, rep+1, r.cfg.Reps)
 			t := time.Now()
 			var res *RunResult

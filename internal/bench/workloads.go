@@ -47,6 +47,9 @@ type Workload struct {
 	// Deltas is how many counter changes the measured backlog makes (source items entering
 	// or leaving a count), when the workload reports WCU per delta.
 	Deltas int
+	// NoBaseline: the hand-written baseline does not implement the workload's rule, so
+	// Denorm runs alone and the figures against the baseline and the floor are left out.
+	NoBaseline bool
 }
 
 // Size scales the workloads.
@@ -121,6 +124,7 @@ func Workloads(seed uint64, sz Size) []Workload {
 		hotTarget(seed, sz),
 		dailyBuckets(seed, sz),
 		latestN(seed, sz),
+		largeFiles(seed, sz), distinctRoles(seed, sz), dailyTopFiles(seed, sz),
 	}
 }
 

@@ -23,13 +23,13 @@ import (
 // counterAttrs are the count and sum attributes of rules/social.yaml, by target kind.
 var counterAttrs = map[Kind][]string{
 	User: {"postCount", "commentCount"}, Post: {"commentCount"}, Group: {"memberCount", "roleCount"},
-	Folder: {"fileCount", "totalBytes"},
+	Folder: {"fileCount", "totalBytes", "largeFileCount"},
 }
 
 // extremeAttrs are the attributes max, min, latest and top rules keep on each kind (what
 // an application that saves a form it read earlier writes back, stale by then).
 var extremeAttrs = map[Kind][]string{
-	User: {"latestPostTitle"}, Post: {"lastCommentAt", "recentComments"}, Folder: {"oldestUpload"},
+	User: {"latestPostTitle", "latestPostId"}, Post: {"lastCommentAt", "recentComments"}, Folder: {"oldestUpload"},
 }
 
 // targetKinds are the kinds Denorm keeps counters on.

@@ -55,7 +55,8 @@ type Plan struct {
 //	children  comments, files and memberships under them; poison records
 //	churn     renames, comments added, re-linked, deleted, rewritten with a stale copy;
 //	          membership churn and flapping; post status flips and author changes (in and
-//	          out of user-post-count's where); file size changes, decimal sizes; unwatched
+//	          out of user-post-count's where); file size changes, decimal sizes, sizes
+//	          removed (in and out of folder-large-file-count's where); unwatched
 //	          attribute updates; TTL expiry of comments, files and memberships
 //	expire    TTL expiry (or deletion) of about half of the round's parents
 //	after     deletes and size changes under the expired parents (their counters must not
@@ -400,9 +401,13 @@ func (g *gen) churn() {
 			}
 			g.emit(update(p, set...))
 		}
-	case k < 83: // a new file, or a new size for one
+	case k < 83: // a new file, or a new size for one: in and out of folder-large-file-count's where
 		if g.rng.IntN(2) == 0 {
 			if fk, ok := pick(File); ok {
+				if g.rng.IntN(8) == 0 { // no size: out of the where, adds nothing to the sum
+					g.emit(workload.Op{Key: keyItem(fk), Remove: []string{"size"}})
+					return
+				}
 				g.emit(update(fk, "size", g.size()))
 				return
 			}
@@ -433,8 +438,16 @@ func (g *gen) status() string {
 	return "published"
 }
 
-// size is a file size: mostly whole bytes, sometimes with a fraction (sums are decimal).
+// size is a file size: mostly whole bytes, sometimes with a fraction (sums are decimal),
+// about half of them at or above folder-large-file-count's bound (524288); one in 8 is on
+// the bound's edge: the bound itself, or a hundredth below it.
 func (g *gen) size() any {
+	switch g.rng.IntN(16) {
+	case 0:
+		return 524288
+	case 1:
+		return num("524287.99")
+	}
 	n := g.rng.IntN(1<<20) + 1
 	if g.rng.IntN(8) == 0 {
 		return num(strconv.Itoa(n) + "." + strconv.Itoa(g.rng.IntN(99)+1))

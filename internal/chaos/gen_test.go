@@ -3,6 +3,7 @@ package chaos
 import (
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +62,18 @@ func TestGenerate(t *testing.T) {
 		}
 	}
 	// Without the opt-ins the application never replaces a live copy target with PutItem.
+	// Live files cross folder-large-file-count's where (size gte 524288) both ways, by a new
+	// size and by one removed, and sizes sit on the bound's edge.
 	m := NewModel()
+	large := func(it record.Item) bool {
+		n, ok := it["size"].(*types.AttributeValueMemberN)
+		if !ok {
+			return false
+		}
+		r, ok := new(big.Rat).SetString(n.Value)
+		return ok && r.Cmp(big.NewRat(524288, 1)) >= 0
+	}
+	cross := map[string]int{}
 	for _, op := range a.Ops {
 		if op.Put != nil {
 			k := keyOf(op.Put)
@@ -69,7 +81,29 @@ func TestGenerate(t *testing.T) {
 				t.Fatalf("Put over live %s %s", k.PK, k.SK)
 			}
 		}
+		before, live := m.Item(keyOf(op.Key))
+		if live && op.Key != nil && KindOf(keyOf(op.Key), before) == File {
+			m.Apply(op)
+			after, _ := m.Item(keyOf(op.Key))
+			switch {
+			case !large(before) && large(after):
+				cross["enters"]++
+			case large(before) && !large(after) && after["size"] == nil:
+				cross["leaves, size removed"]++
+			case large(before) && !large(after):
+				cross["leaves, smaller"]++
+			}
+			if n, ok := after["size"].(*types.AttributeValueMemberN); ok && (n.Value == "524288" || n.Value == "524287.99") {
+				cross["on the edge"]++
+			}
+			continue
+		}
 		m.Apply(op)
+	}
+	for _, want := range []string{"enters", "leaves, size removed", "leaves, smaller", "on the edge"} {
+		if cross[want] == 0 {
+			t.Errorf("no file %s folder-large-file-count's where: %v", want, cross)
+		}
 	}
 }
 
@@ -138,6 +172,18 @@ func TestOracle(t *testing.T) {
 	table[Key{"_dn#job#comment-author#x", "_dn#job#"}] = record.Item{}
 	delete(table, comment)
 	table[user]["unexpected"] = &types.AttributeValueMemberS{Value: "x"}
+	for _, k := range p.Model.Live(User) { // a latest post's id from another post
+		if table[k]["latestPostId"] != nil {
+			table[k]["latestPostId"] = &types.AttributeValueMemberS{Value: "p-other"}
+			break
+		}
+	}
+	for _, k := range p.Model.Live(Folder) { // a large file counted twice
+		if v, ok := table[k]["largeFileCount"].(*types.AttributeValueMemberN); ok && v.Value != "0" {
+			table[k]["largeFileCount"] = &types.AttributeValueMemberN{Value: v.Value + "0"}
+			break
+		}
+	}
 	for _, k := range p.Model.Live(Post) { // a list that lost its newest entry
 		if l, ok := table[k]["recentComments"].(*types.AttributeValueMemberL); ok && k != commented {
 			table[k]["recentComments"] = &types.AttributeValueMemberL{Value: l.Value[1:]}
@@ -149,7 +195,8 @@ func TestOracle(t *testing.T) {
 		got[m.What+" "+m.Attr] = true
 	}
 	for _, want := range []string{"attribute commentCount", "zombie ", "unfinished job ", "missing ", "attribute unexpected",
-		"attribute oldestUpload", "attribute postCount", "attribute lastCommentAt", "attribute recentComments"} {
+		"attribute oldestUpload", "attribute postCount", "attribute lastCommentAt", "attribute recentComments",
+		"attribute latestPostId", "attribute largeFileCount"} {
 		if !got[want] {
 			t.Errorf("the oracle missed %q (found %v)", want, got)
 		}

@@ -40,10 +40,10 @@ func (m Mismatch) String() string {
 // ruleWritten lists, per kind, the attributes Denorm writes on items the application also
 // writes: the application's value is not expected there.
 var ruleWritten = map[Kind][]string{
-	User:       {"postCount", "commentCount", "latestPostTitle"},
+	User:       {"postCount", "commentCount", "latestPostTitle", "latestPostId"},
 	Post:       {"commentCount", "lastCommentAt", "recentComments"},
 	Group:      {"memberCount", "roleCount"},
-	Folder:     {"fileCount", "totalBytes", "oldestUpload"},
+	Folder:     {"fileCount", "totalBytes", "largeFileCount", "oldestUpload"},
 	Comment:    {"userName", "userAvatar"},
 	Membership: {"groupName"},
 	Stats:      {"postCount"},
@@ -66,13 +66,16 @@ var ruleWritten = map[Kind][]string{
 // folder-daily-files (expectFolderDays) is the top list of each folder's day bucket, with its
 // ttl, over the live files of that day.
 //
+// folder-large-file-count counts the live files whose size is a number of at least
+// largeFile (its where, size gte 524288), compared here as an exact decimal.
+//
 // A distinct (group-role-count) is the number of different roles among the group's live
 // memberships, whatever the order of their writes.
 //
 // A max or min (expectExtremes) is the extreme over the live sources, whatever the order:
 // Denorm never creates the target and recomputes it when it is inserted or loses the
 // attribute. A latest (expectLatest) copies from the newest
-// live source, ties to the greater key. STATS#global's postCount (expectGlobal) counts every live post.
+// live source, ties to the greater key, with the postId of that source's key. STATS#global's postCount (expectGlobal) counts every live post.
 // A top list (expectTop) is the 3 newest live comments of the post, each entry built from
 // the comment.
 func Oracle(m *Model, table map[Key]record.Item) []Mismatch {
@@ -115,7 +118,7 @@ func (o *oracle) expect() {
 	m := o.m
 	o.want = map[Key]record.Item{}
 	o.extra = map[Key][]string{}
-	comments, authored, posts, members, files := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+	comments, authored, posts, members, files, large := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
 	bytes := map[string]*big.Rat{}
 	for _, k := range m.Live(Comment) {
 		it, _ := m.Item(k)
@@ -149,6 +152,9 @@ func (o *oracle) expect() {
 		if n, ok := it["size"].(*types.AttributeValueMemberN); ok {
 			if r, ok := new(big.Rat).SetString(n.Value); ok {
 				bytes[k.PK].Add(bytes[k.PK], r)
+				if r.Cmp(largeFile) >= 0 {
+					large[k.PK]++
+				}
 			}
 		}
 	}
@@ -183,6 +189,7 @@ func (o *oracle) expect() {
 			w["roleCount"] = count(len(roles[k.PK]))
 		case Folder:
 			w["fileCount"] = count(files[k.PK])
+			w["largeFileCount"] = count(large[k.PK])
 			total := bytes[k.PK]
 			if total == nil {
 				total = new(big.Rat)
@@ -211,6 +218,9 @@ func (o *oracle) expect() {
 		o.want[k] = w
 	})
 }
+
+// largeFile is the bound of folder-large-file-count's where (size gte 524288).
+var largeFile = big.NewRat(524288, 1)
 
 func (o *oracle) compare() {
 	for k, it := range o.table {

@@ -53,7 +53,9 @@ func (o *oracle) expectExtremes() {
 // of the newest published post mirrored to the user's page (user-posts: a live post with a
 // userId), by createdAt; of two with the same createdAt, the one with the greater key (the
 // mirrors share the user's pk, so the greater sk POST#{postId}). Absent when the user has
-// no such post, or its newest one has no title (docs/rules.md, "latest").
+// no such post, or its newest one has no title (docs/rules.md, "latest"). latestPostId is
+// that post's id as its mirror's key holds it (the key variable postId of POST#{postId}),
+// absent when the user has no such post.
 func (o *oracle) expectLatest() {
 	type pick struct {
 		at    types.AttributeValue
@@ -75,7 +77,11 @@ func (o *oracle) expectLatest() {
 	}
 	for _, k := range o.m.Live(User) {
 		if w, ok := o.want[k]; ok {
-			w["latestPostTitle"] = newest[k.PK].title // nil: absent
+			p, found := newest[k.PK]
+			w["latestPostTitle"], w["latestPostId"] = p.title, nil // nil: absent
+			if found {
+				w["latestPostId"] = &types.AttributeValueMemberS{Value: strings.TrimPrefix(p.sk, "POST#")}
+			}
 		}
 	}
 }

@@ -15,11 +15,12 @@ import (
 	"github.com/denorm/denorm/internal/rules"
 )
 
-// whereRules count and sum readings by comparisons, lists and presence; one site's
-// readings share its partition, another's target is in another partition (relay).
+// whereRules count and sum readings by comparisons, lists, presence and alternatives
+// (any); one site's readings share its partition, another's target is in another partition
+// (relay).
 const whereRules = `version: 1
 entities:
-  Site:    {pk: "SITE#{siteId}", sk: SITE, attributes: [hot, okTotal, cool, region]}
+  Site:    {pk: "SITE#{siteId}", sk: SITE, attributes: [hot, okTotal, cool, alert, region]}
   Region:  {pk: "REGION#{regionId}", sk: REGION, attributes: [hotReadings]}
   Reading: {pk: "SITE#{siteId}", sk: "READING#{readingId}", attributes: [temp, status, archivedAt, regionId]}
 rules:
@@ -31,6 +32,8 @@ rules:
     count: {of: Reading, into: Site, attribute: cool, where: {temp: {gte: 10.5, lte: 40}, status: {ne: faulty}}}
   - name: region-hot
     count: {of: Reading, into: Region, attribute: hotReadings, where: {temp: {gt: 80}, status: {notIn: [faulty, retired]}}}
+  - name: site-alert
+    count: {of: Reading, into: Site, attribute: alert, where: {archivedAt: {exists: false}, any: [{temp: {gt: 80}}, {status: {in: [faulty, retired]}}]}}
 `
 
 // Readings cross each condition back and forth (whole-item puts, as an application saves
@@ -102,7 +105,7 @@ func TestWhereComparisonsExactlyOnce(t *testing.T) {
 			want := map[string]map[string]*big.Rat{}
 			add := func(pk, attr string, d *big.Rat) {
 				if want[pk] == nil {
-					want[pk] = map[string]*big.Rat{"hot": new(big.Rat), "okTotal": new(big.Rat), "cool": new(big.Rat), "hotReadings": new(big.Rat)}
+					want[pk] = map[string]*big.Rat{"hot": new(big.Rat), "okTotal": new(big.Rat), "cool": new(big.Rat), "alert": new(big.Rat), "hotReadings": new(big.Rat)}
 				}
 				want[pk][attr].Add(want[pk][attr], d)
 			}
@@ -115,7 +118,9 @@ func TestWhereComparisonsExactlyOnce(t *testing.T) {
 				}
 				temp, status := it["temp"], s(it["status"])
 				_, hasStatus := it["status"]
+				hot := false
 				if c, ok := cmp(temp, "80"); ok && c > 0 {
+					hot = true
 					add(pk, "hot", one)
 					if status != "faulty" && status != "retired" {
 						add("REGION#r1", "hotReadings", one)
@@ -123,6 +128,9 @@ func TestWhereComparisonsExactlyOnce(t *testing.T) {
 				}
 				if (status == "ok" || status == "calibrated") && it["archivedAt"] == nil {
 					add(pk, "okTotal", rat(temp))
+				}
+				if it["archivedAt"] == nil && (hot || status == "faulty" || status == "retired") {
+					add(pk, "alert", one)
 				}
 				lo, ok := cmp(temp, "10.5")
 				hi, _ := cmp(temp, "40")
@@ -150,8 +158,8 @@ func TestWhereComparisonsExactlyOnce(t *testing.T) {
 					}
 				}
 			}
-			if checked < 7 {
-				t.Fatalf("checked %d values, want the 3 of each site and the region's", checked)
+			if checked < 9 {
+				t.Fatalf("checked %d values, want the 4 of each site and the region's", checked)
 			}
 		})
 	}

@@ -250,10 +250,12 @@ type MissingTargets []int64
 // exist, and counter targets with a non-zero total that the rule creates when missing.
 //
 // With states (the target keys of the state items a repairing round read) it also returns
-// NoTarget drifts for the states of count and sum targets that do not exist: those with a
-// non-zero total, and those whose state item exists although their total is zero. Their
-// states are decided as any other (counters.go): a target deleted while a backfill ran and
-// put back later must show its total, not the deltas the processor added since.
+// NoTarget drifts for the states of count, sum and distinct targets that do not exist:
+// those with a non-zero total (for a distinct, a value some source holds), and those whose
+// state item exists although their total is zero. Their states (and a distinct's reference
+// items) are decided as any other (counters.go, distinct.go): a target deleted while a
+// backfill ran and put back later must show its total, not the deltas the processor added
+// since.
 func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen, states map[plan.Key]uint64) ([]Drift, MissingTargets) {
 	var out []Drift
 	skipped := make(MissingTargets, len(ev.rules))
@@ -267,11 +269,19 @@ func (ev *Evaluator) Missing(which []int, exp *Expected, seen Seen, states map[p
 				}
 			}
 		case rules.KindDistinct:
-			// A target that does not exist is never created, and, as for a count that
-			// skips missing targets, a repair leaves its state alone.
+			// A target that does not exist is never created; as for a count that skips
+			// missing targets, a repair decides its state and reference items all the same.
 			for _, t := range exp.distinctTargets(i) {
 				if !seen[i][t] {
 					skipped[i]++
+					if states != nil {
+						out = append(out, Drift{Rule: i, Kind: Missing, Key: t, Total: exp.DistinctTotal(i, t), NoTarget: true})
+					}
+				}
+			}
+			for k := range states {
+				if _, counted := exp.distinctOf().refs[i][k]; !counted && !seen[i][k] && targetKey(r, k) && !ev.expiredBucket(r, k) {
+					out = append(out, Drift{Rule: i, Kind: Missing, Key: k, NoTarget: true})
 				}
 			}
 			// A reference item of an existing target that sources call for and the scan did

@@ -286,8 +286,8 @@ func (r *runner) decideDistinct(ctx context.Context, pool chan *repairer, ds []D
 	for i := range ds {
 		d := &ds[i]
 		s := r.stats(stats, d.Rule)
-		if !found[i] {
-			continue
+		if !found[i] || d.NoTarget && (outs[i] == Repaired || outs[i] == Resolved) {
+			continue // a target away whose state is now decided: nothing shows it
 		}
 		s.Drift++
 		s.outcome(outs[i])
@@ -302,6 +302,9 @@ func (r *runner) decideDistinct(ctx context.Context, pool chan *repairer, ds []D
 		note := outs[i].String()
 		if errs[i] != nil {
 			note = errs[i].Error()
+		}
+		if d.NoTarget {
+			note = "no target; its state item: " + note
 		}
 		r.exampleDrift(d, note)
 	}

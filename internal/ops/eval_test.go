@@ -99,7 +99,7 @@ func TestLevels(t *testing.T) {
 	}
 	want := [][]string{
 		{"comment-author", "membership-group-name", "user-posts", "group-members", "post-comment-count",
-			"user-post-count", "user-comment-count", "group-role-count", "folder-file-count", "folder-size", "global-post-count", "post-daily-comments",
+			"user-post-count", "user-comment-count", "group-role-count", "folder-file-count", "folder-size", "folder-large-file-count", "global-post-count", "post-daily-comments",
 			"post-last-comment", "folder-oldest-upload", "folder-daily-files"},
 		{"member-name", "group-member-count", "user-latest-post", "post-recent-comments"},
 	}

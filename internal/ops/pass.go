@@ -219,16 +219,21 @@ func (r *runner) check(ctx context.Context, w *Worker, pool chan *repairer, seg 
 }
 
 // repairAll repairs the drift found after the targets pass (missing mirrors and targets).
-func (r *runner) repairAll(ctx context.Context, drifts []Drift, sv stateVersions, stats map[string]*RuleStats) error {
+func (r *runner) repairAll(ctx context.Context, drifts []Drift, exp *Expected, sv stateVersions, stats map[string]*RuleStats) error {
 	ev := r.cfg.Eval
 	pool := make(chan *repairer, r.cfg.Concurrency*r.cfg.Segments)
 	for i := 0; i < cap(pool); i++ {
 		pool <- &repairer{db: r.db, w: ev.NewWorker()}
 	}
-	var others, counters []Drift
+	var others, counters, distinct []Drift
 	for i := range drifts {
 		if r.cfg.Repair && ev.rules[drifts[i].Rule].r.Kind == rules.KindDistinct {
-			continue // a missing reference item: decided with its target in the targets pass
+			// A missing reference item of a target that exists was decided with its target
+			// in the targets pass; a target that does not exist is decided here.
+			if drifts[i].NoTarget {
+				distinct = append(distinct, drifts[i])
+			}
+			continue
 		}
 		if !drifts[i].NoTarget {
 			r.stats(stats, drifts[i].Rule).Checked++
@@ -242,7 +247,10 @@ func (r *runner) repairAll(ctx context.Context, drifts []Drift, sv stateVersions
 	if err := r.repairDrifts(ctx, pool, others, stats); err != nil {
 		return err
 	}
-	return r.decideCounters(ctx, pool, counters, sv, stats)
+	if err := r.decideCounters(ctx, pool, counters, sv, stats); err != nil {
+		return err
+	}
+	return r.decideDistinct(ctx, pool, distinct, exp, sv, stats)
 }
 
 // decideCounters decides the count and sum targets in counters (runner.counters) and

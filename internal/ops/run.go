@@ -239,7 +239,7 @@ func (r *runner) run(ctx context.Context) error {
 				r.stats(final, i).MissingTargets += n
 			}
 		}
-		if err := r.repairAll(ctx, drifts, sv, final); err != nil {
+		if err := r.repairAll(ctx, drifts, exp, sv, final); err != nil {
 			return err
 		}
 

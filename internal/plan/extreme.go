@@ -250,7 +250,7 @@ func ExtremeProjection(r *rules.CompiledRule) []string {
 	for _, src := range r.SetAttributes() {
 		add(src)
 	}
-	for _, w := range r.Agg.WhereOrder {
+	for _, w := range r.Agg.WhereAttributes() {
 		add(w)
 	}
 	// Target variables a source holds as plain attributes (Post.userId -> USER#{userId}).

@@ -239,7 +239,7 @@ func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRul
 	case KindCount, KindSum, KindMax, KindMin, KindLatest, KindTop, KindDistinct:
 		a := fr.Agg
 		r.Source, r.Target = byName[a.Of], byName[a.Into]
-		r.Watched = append(r.Watched, a.WhereOrder...)
+		r.Watched = append(r.Watched, a.WhereAttributes()...)
 		if name, isVar := KeyVar(a.Value); isVar {
 			// A distinct of a key variable: an index key holding it can change in place.
 			for _, k := range r.Source.Keys {

@@ -78,7 +78,7 @@ func (v *validator) extremeQuery(a *Aggregate, of, into *entityInfo) (ExtremeQue
 			why = append(why, fmt.Sprintf("%s: %s's %s has no literal prefix that tells it from the rest of the partition", name, of.e.Name, orKey(idx.SortKey)))
 			continue
 		}
-		need := append(append([]string{a.Value, a.By}, a.WhereOrder...), keyOrder(of.e)...)
+		need := append(append([]string{a.Value, a.By}, a.WhereAttributes()...), keyOrder(of.e)...)
 		for _, t := range a.SetOrder {
 			if _, isVar := KeyVar(a.Set[t]); !isVar { // a key variable comes with the keys
 				need = append(need, a.Set[t])

@@ -211,6 +211,14 @@ func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 		case "where":
 			for _, we := range d.entries(e.valNode, ctx, k+".where") {
 				r.Fields[k+".where."+we.key] = we.keyPos
+				switch we.key {
+				case "any":
+					a.WhereAny, _ = d.whereAny(r, we.valNode, ctx, k+".where.any")
+					continue
+				case "all":
+					d.problem(we.keyPos, ctx, "%s.where has no all: its attributes must all pass already; write their tests side by side (several per attribute: {gte: 100, lt: 1000}), or use any: [...] for alternatives", k)
+					continue
+				}
 				if ts, ok := d.whereTests(r, we.valNode, ctx, k+".where."+we.key); ok {
 					a.Where[we.key] = ts
 					a.WhereOrder = append(a.WhereOrder, we.key)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,8 +115,8 @@ func TestParseSocial(t *testing.T) {
 	if !reflect.DeepEqual(f.Table, table.Default()) {
 		t.Errorf("table = %+v, want the default spec written out", f.Table)
 	}
-	if len(f.Entities) != 12 || len(f.Rules) != 19 {
-		t.Fatalf("%d entities, %d rules; want 12 and 19", len(f.Entities), len(f.Rules))
+	if len(f.Entities) != 12 || len(f.Rules) != 20 {
+		t.Fatalf("%d entities, %d rules; want 12 and 20", len(f.Entities), len(f.Rules))
 	}
 	c := f.Entities[3]
 	if c.Name != "Comment" || c.Keys["gsi1pk"] != "USER#{userId}" ||
@@ -159,6 +160,36 @@ rules:
 		"x": eq(Operand{Kind: NumberOperand, Text: "1.5"}), "b": eq(Operand{Kind: BoolOperand, Bool: true})}
 	if got := f.Rules[0].Agg.Where; !reflect.DeepEqual(got, want) {
 		t.Errorf("where = %#v, want %#v", got, want)
+	}
+}
+
+// A where's any holds its alternatives in file order, each read as a where's attributes
+// are; its attributes are watched (a change of one may move the item in or out).
+func TestParseWhereAny(t *testing.T) {
+	set, err := ParseSet("t.yaml", []byte(`version: 1
+entities:
+  U: {pk: "U#{id}", sk: U, attributes: [c, s, p, pinned]}
+rules:
+  - name: a
+    count: {of: U, into: U, attribute: c, where: {s: open, any: [{p: {gte: 3}}, {pinned: true, p: {gte: 1}}]}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := set.Rule("a")
+	num := func(v string) []Operand { return []Operand{{Kind: NumberOperand, Text: v}} }
+	want := []WhereAlt{
+		{Tests: map[string][]Test{"p": {{Op: OpGte, Values: num("3")}}}, Order: []string{"p"}},
+		{Tests: map[string][]Test{"pinned": {{Op: OpEq, Values: []Operand{{Kind: BoolOperand, Bool: true}}}}, "p": {{Op: OpGte, Values: num("1")}}},
+			Order: []string{"pinned", "p"}},
+	}
+	if got := r.Agg.WhereAny; !reflect.DeepEqual(got, want) {
+		t.Errorf("any = %#v, want %#v", got, want)
+	}
+	for _, w := range []string{"s", "p", "pinned"} {
+		if !slices.Contains(r.Watched, w) {
+			t.Errorf("watched %v lacks %s", r.Watched, w)
+		}
 	}
 }
 

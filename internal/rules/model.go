@@ -177,8 +177,11 @@ type Aggregate struct {
 	EntryBytes int
 	// Where restricts membership: every attribute must pass each of its tests (where.go).
 	// WhereOrder keeps file order.
-	Where         map[string][]Test
-	WhereOrder    []string
+	Where      map[string][]Test
+	WhereOrder []string
+	// WhereAny are the alternatives of where's any: besides every test of Where, an item
+	// must pass all the tests of at least one of them. None: no any.
+	WhereAny      []WhereAlt
 	OnExpiry      string // remove (default), ignore
 	MissingTarget string // skip (default), create
 	// ExactlyOnce is how deltas into a target in another partition are made exactly once:

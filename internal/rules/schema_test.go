@@ -94,11 +94,25 @@ func TestSchemaRejectsShapeMistakes(t *testing.T) {
 		"where in not a list":   base + "rules:\n  - {name: a, count: {of: User, into: User, attribute: x, where: {name: {in: ok}}}}\n",
 		"where exists a string": base + "rules:\n  - {name: a, count: {of: User, into: User, attribute: x, where: {name: {exists: \"no\"}}}}\n",
 		"where empty tests":     base + "rules:\n  - {name: a, count: {of: User, into: User, attribute: x, where: {name: {}}}}\n",
+		"where any not a list":  base + "rules:\n  - {name: a, count: {of: User, into: User, attribute: x, where: {any: {name: ok}}}}\n",
+		"where any empty":       base + "rules:\n  - {name: a, count: {of: User, into: User, attribute: x, where: {any: []}}}\n",
+		"where any nested":      base + "rules:\n  - {name: a, count: {of: User, into: User, attribute: x, where: {any: [{any: [{name: ok}]}]}}}\n",
+		"where all":             base + "rules:\n  - {name: a, count: {of: User, into: User, attribute: x, where: {all: [{name: ok}]}}}\n",
+		"where any bad test":    base + "rules:\n  - {name: a, count: {of: User, into: User, attribute: x, where: {any: [{name: {gtt: 1}}]}}}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := s.Validate(yamlToJSONValue(t, []byte(doc))); err == nil {
 				t.Errorf("schema accepted:\n%s", doc)
 			}
 		})
+	}
+}
+
+// A where with an any, as docs/rules.md writes it, is accepted.
+func TestSchemaAcceptsWhereAny(t *testing.T) {
+	doc := "version: 1\nentities:\n  U: {pk: \"U#{id}\", sk: U, attributes: [c, s, p, pinned]}\n" +
+		"rules:\n  - {name: a, count: {of: U, into: U, attribute: c, where: {s: open, any: [{p: {gte: 3}}, {pinned: true, p: {gte: 1}}]}}}\n"
+	if err := compileSchema(t).Validate(yamlToJSONValue(t, []byte(doc))); err != nil {
+		t.Errorf("schema refused:\n%s\n%v", doc, err)
 	}
 }

@@ -344,6 +344,13 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 		rc.read(of, w, p, "where "+w)
 		rc.watch(of, w)
 	}
+	for i, alt := range a.WhereAny {
+		for _, w := range alt.Order {
+			p := rc.pos(fmt.Sprintf("%s.where.any[%d].%s", k, i+1, w), k+".where.any", k+".where", k)
+			rc.read(of, w, p, "where any "+w)
+			rc.watch(of, w)
+		}
+	}
 	rc.option("onExpiry", a.OnExpiry, onExpiryValues)
 	rc.option("missingTarget", a.MissingTarget, missingTargetValues)
 	rc.option("exactlyOnce", a.ExactlyOnce, exactlyOnceValues)

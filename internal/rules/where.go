@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,6 +20,9 @@ import (
 //	  state: {in: [ok, calibrated]} # one of a list; notIn: none of it (or absent)
 //	  kind: {ne: faulty}            # absent, or another value
 //	  deletedAt: {exists: false}    # absent; exists: true, present (any type)
+//	  any:                          # and all the tests of at least one of these
+//	    - priority: {gte: 3}
+//	    - pinned: true
 
 // Op names a where test.
 type Op string
@@ -108,6 +112,71 @@ func WhereString(ts []Test) string {
 		parts[i] = t.String()
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// WhereAttributes lists every attribute a's where tests, its any's included, once each in
+// file order: what a record must carry, and what a change of watches.
+func (a *Aggregate) WhereAttributes() []string {
+	out := slices.Clone(a.WhereOrder)
+	for _, alt := range a.WhereAny {
+		for _, w := range alt.Order {
+			if !slices.Contains(out, w) {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+// WhereAlt is one alternative of a where's any: every attribute it names must pass each of
+// its tests.
+type WhereAlt struct {
+	Tests map[string][]Test
+	Order []string // the attributes in file order
+}
+
+// whereAny reads a where's any (at what, e.g. count.where.any): a list of one or more
+// mappings of attribute tests, each read as a where's attributes are. An alternative
+// holds no any or all of its own: the where stays one level deep.
+func (d *yamlDecoder) whereAny(r *Rule, n *yaml.Node, ctx, what string) ([]WhereAlt, bool) {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		found := describe(n)
+		if n.Kind == yaml.SequenceNode {
+			found = "an empty list"
+		}
+		d.drop(ctx, n, "%s must be a list of one or more alternatives, each a mapping of attribute tests, e.g. [{priority: {gte: 3}}, {pinned: true}], found %s", what, found)
+		return nil, false
+	}
+	var out []WhereAlt
+	ok := true
+	for i, item := range n.Content {
+		if item = d.resolve(item); item == nil {
+			return nil, false
+		}
+		alt := fmt.Sprintf("%s[%d]", what, i+1)
+		if item.Kind != yaml.MappingNode || len(item.Content) == 0 {
+			d.drop(ctx, item, "%s must be a mapping of attribute tests, e.g. {pinned: true}, found %s", alt, describe(item))
+			ok = false
+			continue
+		}
+		a := WhereAlt{Tests: map[string][]Test{}}
+		for _, e := range d.entries(item, ctx, alt) {
+			if e.key == "any" || e.key == "all" {
+				d.problem(e.keyPos, ctx, "%s: %s cannot be nested in any; an alternative's attributes must all pass already, so list each alternative in the one any", alt, e.key)
+				ok = false
+				continue
+			}
+			r.Fields[alt+"."+e.key] = e.keyPos
+			if ts, good := d.whereTests(r, e.valNode, ctx, alt+"."+e.key); good {
+				a.Tests[e.key] = ts
+				a.Order = append(a.Order, e.key)
+			} else {
+				ok = false
+			}
+		}
+		out = append(out, a)
+	}
+	return out, ok
 }
 
 // whereTests reads one attribute's tests: a scalar (equals) or a mapping of tests.

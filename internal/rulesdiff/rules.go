@@ -32,7 +32,7 @@ func fields(r *rules.CompiledRule) []field {
 		if r.Kind == rules.KindSum {
 			fs = append(fs, field{"value", a.Value})
 		}
-		return append(fs, field{"where", where(a.Where)},
+		return append(fs, field{"where", whereOf(a)},
 			field{"onExpiry", orDefault(a.OnExpiry, rules.OnExpiryRemove)},
 			field{"missingTarget", orDefault(a.MissingTarget, rules.MissingSkip)},
 			field{"exactlyOnce", exactlyOnce(r)},
@@ -40,22 +40,22 @@ func fields(r *rules.CompiledRule) []field {
 	case rules.KindDistinct:
 		a := r.Agg
 		return []field{{"of", a.Of}, {"into", a.Into}, {"attribute", a.Attribute}, {"value", a.Value},
-			{"where", where(a.Where)},
+			{"where", whereOf(a)},
 			{"onExpiry", orDefault(a.OnExpiry, rules.OnExpiryRemove)},
 			{"missingTarget", orDefault(a.MissingTarget, rules.MissingSkip)},
 			{"exactlyOnce", exactlyOnce(r)}}
 	case rules.KindMax, rules.KindMin:
 		a := r.Agg
 		return []field{{"of", a.Of}, {"into", a.Into}, {"attribute", a.Attribute}, {"value", a.Value},
-			{"where", where(a.Where)}, {"query", r.Extreme.Way()}, {"ttl", ttl(r)}}
+			{"where", whereOf(a)}, {"query", r.Extreme.Way()}, {"ttl", ttl(r)}}
 	case rules.KindLatest:
 		a := r.Agg
 		return []field{{"of", a.Of}, {"into", a.Into}, {"by", a.By}, {"set", mapping(a.Set)},
-			{"where", where(a.Where)}, {"query", r.Extreme.Way()}, {"ttl", ttl(r)}}
+			{"where", whereOf(a)}, {"query", r.Extreme.Way()}, {"ttl", ttl(r)}}
 	case rules.KindTop:
 		a := r.Agg
 		return []field{{"of", a.Of}, {"into", a.Into}, {"by", a.By}, {"n", fmt.Sprint(a.N)}, {"attribute", a.Attribute},
-			{"set", mapping(a.Set)}, {"entryBytes", fmt.Sprint(r.EntryBytes)}, {"where", where(a.Where)}, {"query", r.Extreme.Way()}, {"ttl", ttl(r)}}
+			{"set", mapping(a.Set)}, {"entryBytes", fmt.Sprint(r.EntryBytes)}, {"where", whereOf(a)}, {"query", r.Extreme.Way()}, {"ttl", ttl(r)}}
 	default:
 		panic(fmt.Sprintf("rulesdiff: rule %q has unknown kind %q", r.Name, r.Kind))
 	}
@@ -111,6 +111,22 @@ func list(s []string) string {
 }
 
 // where shows a where clause with each value's type: "1" and 1 are different conditions.
+// whereOf renders a's where for comparison: its attributes' tests and, with an any, its
+// alternatives in a canonical order (the same alternatives written in another order
+// compare equal).
+func whereOf(a *rules.Aggregate) string {
+	w := where(a.Where)
+	if len(a.WhereAny) == 0 {
+		return w
+	}
+	alts := make([]string, len(a.WhereAny))
+	for i, alt := range a.WhereAny {
+		alts[i] = where(alt.Tests)
+	}
+	slices.Sort(alts)
+	return w + " any: [" + strings.Join(alts, ", ") + "]"
+}
+
 func where(m map[string][]rules.Test) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

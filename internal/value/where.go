@@ -9,11 +9,24 @@ import (
 	"github.com/denorm/denorm/internal/rules"
 )
 
-// Where reports whether item passes every test of a's where (rules/where.go). It runs for
-// every source image the planner sees, so it builds no message (Failing does).
+// Where reports whether item passes a's where (rules/where.go): every test of its
+// attributes and, with an any, all the tests of one of its alternatives. It runs for every
+// source image the planner sees, so it builds no message (Failing does).
 func Where(a *rules.Aggregate, item map[string]types.AttributeValue) bool {
-	for _, attr := range a.WhereOrder {
-		for _, t := range a.Where[attr] {
+	if !passesAll(a.Where, a.WhereOrder, item) {
+		return false
+	}
+	for _, alt := range a.WhereAny {
+		if passesAll(alt.Tests, alt.Order, item) {
+			return true
+		}
+	}
+	return len(a.WhereAny) == 0
+}
+
+func passesAll(tests map[string][]rules.Test, order []string, item map[string]types.AttributeValue) bool {
+	for _, attr := range order {
+		for _, t := range tests[attr] {
 			if !Passes(t, item[attr]) {
 				return false
 			}
@@ -23,10 +36,32 @@ func Where(a *rules.Aggregate, item map[string]types.AttributeValue) bool {
 }
 
 // Failing describes the first test of a's where that item fails, as `denorm explain`
-// prints it (`temp 70 fails gt: 80`); "" when it passes them all.
+// prints it (`temp 70 fails gt: 80`), or, when it passes those, why each alternative of its
+// any fails (`none of any passes: priority 1 fails gte: 3; pinned absent fails eq: true`);
+// "" when it passes.
 func Failing(a *rules.Aggregate, item map[string]types.AttributeValue) string {
-	for _, attr := range a.WhereOrder {
-		for _, t := range a.Where[attr] {
+	if f := failing(a.Where, a.WhereOrder, item); f != "" {
+		return f
+	}
+	if len(a.WhereAny) == 0 {
+		return ""
+	}
+	why := make([]string, 0, len(a.WhereAny))
+	for _, alt := range a.WhereAny {
+		f := failing(alt.Tests, alt.Order, item)
+		if f == "" {
+			return ""
+		}
+		why = append(why, f)
+	}
+	return "none of any passes: " + strings.Join(why, "; ")
+}
+
+// failing describes the first of the tests (attribute -> tests, in order) that item fails;
+// "" when it passes them all.
+func failing(tests map[string][]rules.Test, order []string, item map[string]types.AttributeValue) string {
+	for _, attr := range order {
+		for _, t := range tests[attr] {
 			if v := item[attr]; !Passes(t, v) {
 				found := "absent"
 				if v != nil {

@@ -1,6 +1,7 @@
 package value
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -75,5 +76,41 @@ func TestFailing(t *testing.T) {
 		if Where(a, tc.item) != (tc.want == "") {
 			t.Errorf("Where(%v) disagrees with Failing", tc.item)
 		}
+	}
+}
+
+// A where with an any passes when its attributes' tests pass and all the tests of one
+// alternative do; Failing says why every alternative failed.
+func TestWhereAny(t *testing.T) {
+	num := func(v string) []rules.Operand { return []rules.Operand{{Kind: rules.NumberOperand, Text: v}} }
+	a := &rules.Aggregate{WhereOrder: []string{"status"}, Where: map[string][]rules.Test{
+		"status": {{Op: rules.OpEq, Values: []rules.Operand{{Kind: rules.StringOperand, Text: "open"}}}},
+	}, WhereAny: []rules.WhereAlt{
+		{Order: []string{"priority"}, Tests: map[string][]rules.Test{"priority": {{Op: rules.OpGte, Values: num("3")}}}},
+		{Order: []string{"pinned", "priority"}, Tests: map[string][]rules.Test{
+			"pinned":   {{Op: rules.OpEq, Values: []rules.Operand{{Kind: rules.BoolOperand, Bool: true}}}},
+			"priority": {{Op: rules.OpGte, Values: num("1")}},
+		}},
+	}}
+	b := func(v bool) types.AttributeValue { return &types.AttributeValueMemberBOOL{Value: v} }
+	for _, tc := range []struct {
+		item map[string]types.AttributeValue
+		want string
+	}{
+		{map[string]types.AttributeValue{"status": s("open"), "priority": n("3")}, ""},                    // the first
+		{map[string]types.AttributeValue{"status": s("open"), "priority": n("1"), "pinned": b(true)}, ""}, // the second
+		{map[string]types.AttributeValue{"status": s("closed"), "priority": n("5")}, `status "closed" fails eq: "open"`},
+		{map[string]types.AttributeValue{"status": s("open"), "priority": n("2.5")}, `none of any passes: priority 2.5 fails gte: 3; pinned absent fails eq: true`},
+		{map[string]types.AttributeValue{"status": s("open"), "priority": n("0"), "pinned": b(true)}, `none of any passes: priority 0 fails gte: 3; priority 0 fails gte: 1`},
+	} {
+		if got := Failing(a, tc.item); got != tc.want {
+			t.Errorf("Failing(%v) = %q, want %q", tc.item, got, tc.want)
+		}
+		if Where(a, tc.item) != (tc.want == "") {
+			t.Errorf("Where(%v) disagrees with Failing", tc.item)
+		}
+	}
+	if got := a.WhereAttributes(); !slices.Equal(got, []string{"status", "priority", "pinned"}) {
+		t.Errorf("WhereAttributes = %v, want status, priority, pinned (watched and projected)", got)
 	}
 }

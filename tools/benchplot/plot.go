@@ -24,12 +24,17 @@ var (
 // WritePNG draws three panels from the report, each Denorm beside the baseline on a log
 // scale, since the figures span orders of magnitude: records per second one shard drains
 // (by the latency model, when the run had one), dollars per million source writes, and lag
-// p50/p99 from a source write to its derived value.
+// p50/p99 from a source write to its derived value. A workload the baseline did not run
+// (NoBaseline) has no baseline bars and no labels for them.
 func writePNG(r *bench.Report, w io.Writer) error {
 	var names []string
 	var rpsD, rpsB, usdD, usdB, p50D, p50B, p99D, p99B plotter.Values
 	for _, wr := range r.Workloads {
 		names = append(names, wr.Name)
+		if wr.NoBaseline {
+			nan := math.NaN()
+			wr.Baseline = bench.Summary{ModelRecordsPerSec: nan, RecordsPerSec: nan, DollarsPerMillion: nan, LagP50: nan, LagP99: nan}
+		}
 		d, b := wr.Denorm.ModelRecordsPerSec, wr.Baseline.ModelRecordsPerSec
 		if r.LatencyModel == nil {
 			d, b = wr.Denorm.RecordsPerSec, wr.Baseline.RecordsPerSec
@@ -100,7 +105,9 @@ func barPanel(title, ylabel string, base float64, names []string, ss []series) (
 	hi := base
 	for _, s := range ss {
 		for _, v := range s.values {
-			hi = math.Max(hi, v)
+			if !math.IsNaN(v) {
+				hi = math.Max(hi, v)
+			}
 		}
 	}
 	width := vg.Points(72 / float64(len(ss)))
@@ -112,7 +119,10 @@ func barPanel(title, ylabel string, base float64, names []string, ss []series) (
 		var pts plotter.XYs
 		var labels []string
 		for j, v := range s.values {
-			pts = append(pts, plotter.XY{X: float64(j), Y: math.Max(v, base) * 1.15})
+			pts = append(pts, plotter.XY{X: float64(j), Y: base * 1.15})
+			if !math.IsNaN(v) {
+				pts[j].Y = math.Max(v, base) * 1.15
+			}
 			labels = append(labels, short(v))
 		}
 		l, err := plotter.NewLabels(plotter.XYLabels{XYs: pts, Labels: labels})
@@ -131,8 +141,11 @@ func barPanel(title, ylabel string, base float64, names []string, ss []series) (
 	return p, nil
 }
 
+// short is a bar's label; none for a value the run does not have (NaN).
 func short(v float64) string {
 	switch {
+	case math.IsNaN(v):
+		return ""
 	case v >= 10000:
 		return fmt.Sprintf("%.0fk", v/1000)
 	case v >= 1000:
@@ -151,7 +164,7 @@ func lighter(c color.RGBA) color.RGBA {
 }
 
 // logBars are bars standing on base (a log scale has no 0; gonum's BarChart starts at 0): a
-// value of base or less shows as no bar.
+// value of base or less, or NaN (none), shows as no bar.
 type logBars struct {
 	vals   plotter.Values
 	base   float64
@@ -163,7 +176,7 @@ type logBars struct {
 func (b *logBars) Plot(c draw.Canvas, plt *plot.Plot) {
 	trX, trY := plt.Transforms(&c)
 	for i, v := range b.vals {
-		if v <= b.base {
+		if v <= b.base || math.IsNaN(v) {
 			continue
 		}
 		x := trX(float64(i)) + b.offset
@@ -176,7 +189,9 @@ func (b *logBars) Plot(c draw.Canvas, plt *plot.Plot) {
 func (b *logBars) DataRange() (xmin, xmax, ymin, ymax float64) {
 	ymax = 1
 	for _, v := range b.vals {
-		ymax = math.Max(ymax, v)
+		if !math.IsNaN(v) {
+			ymax = math.Max(ymax, v)
+		}
 	}
 	return 0, float64(len(b.vals) - 1), 1, ymax
 }

@@ -235,7 +235,7 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 		}
 		d.put(ms)
 	}
-	folderFiles, folderBytes := map[int]int{}, map[int]int{}
+	folderFiles, folderBytes, folderLarge := map[int]int{}, map[int]int{}, map[int]int{}
 	oldestUpload := map[int]string{}     // folder-oldest-upload: the least uploadedAt
 	folderDays := map[[2]string][]Item{} // folder-daily-files: a folder's day -> its files' entries
 	for f := 0; f < sc.Files; f++ {
@@ -246,6 +246,9 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 			"size": n(size), "uploadedAt": s(day)})
 		folderFiles[fo]++
 		folderBytes[fo] += size
+		if size >= 524288 { // folder-large-file-count: where size gte 524288
+			folderLarge[fo]++
+		}
 		dk := [2]string{"FOLDER#" + id("f", fo), "DAY#" + day}
 		folderDays[dk] = append(folderDays[dk], Item{"pk": s(dk[0]), "sk": s("FILE#" + day + "#" + id("x", f)),
 			"uploadedAt": s(day), "name": s(fmt.Sprintf("file-%d.pdf", f))})
@@ -257,11 +260,14 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 		it := Item{"pk": s("FOLDER#" + id("f", f)), "sk": s("METADATA"), "name": s(fmt.Sprintf("Folder %d", f))}
 		if applied && folderFiles[f] > 0 {
 			it["fileCount"], it["totalBytes"] = n(folderFiles[f]), n(folderBytes[f])
+			if folderLarge[f] > 0 {
+				it["largeFileCount"] = n(folderLarge[f])
+			}
 			it["oldestUpload"] = s(oldestUpload[f])
 		}
 		d.put(it)
 		if applied && folderFiles[f] > 0 {
-			d.put(StateOf(it, 2+f%3, []string{"fileCount", "totalBytes"}, rules.WatermarkAttr, n(900+f)))
+			d.put(StateOf(it, 2+f%3, []string{"fileCount", "totalBytes", "largeFileCount"}, rules.WatermarkAttr, n(900+f)))
 		}
 	}
 	if applied {
@@ -284,7 +290,7 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 					it["postCount"] = n(postCount[u])
 				}
 				if l, ok := latestPost[u]; ok {
-					it["latestPostTitle"] = s(l[2])
+					it["latestPostTitle"], it["latestPostId"] = s(l[2]), s(l[1])
 					it["_dnl_user-latest-post"] = s(l[0])
 					it["_dnk_user-latest-post"] = s("USER#" + id("u", u) + "\x00POST#" + l[1])
 				}
@@ -382,6 +388,7 @@ var counters = []struct{ rule, pk, sk, attr string }{
 	{"global-post-count", "STATS#", "STATS", "postCount"},
 	{"post-daily-comments", "POST#", "DAY#", "commentCount"},
 	{"group-role-count", "GROUP#", "METADATA", "roleCount"},
+	{"folder-large-file-count", "FOLDER#", "METADATA", "largeFileCount"},
 }
 
 // Counters returns the count and sum targets holding a value other than 0, each with
@@ -524,10 +531,13 @@ func (d *Data) Corrupt(rate float64) Corruption {
 	extreme("folder-oldest-upload", "FOLDER#", "oldestUpload", "2099-01-01")
 	for _, k := range pick(d.keys("USER#", "PROFILE"), func(it Item) bool { return it["latestPostTitle"] != nil }) {
 		change("user-latest-post", k, func(it Item) {
-			if d.rng.IntN(2) == 0 {
+			switch d.rng.IntN(3) {
+			case 0:
 				delete(it, "latestPostTitle")
-			} else {
+			case 1:
 				it["latestPostTitle"] = s("An older post")
+			default:
+				it["latestPostId"] = s("p9998") // the key variable of another post
 			}
 		})
 	}
