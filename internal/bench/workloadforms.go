@@ -77,34 +77,8 @@ func distinctRoles(seed uint64, sz Size) Workload {
 	}
 	zipf := rand.NewZipf(rand.New(rand.NewPCG(seed, 99)), 1.1, 1, groups-1)
 	roles := []string{"member", "member", "member", "admin", "owner"}
-	member := map[[2]int]bool{}
-	var list [][2]int
-	next := func() workload.Op {
-		k := g.rng.IntN(100)
-		if len(list) > 0 && k >= 60 {
-			i := g.rng.IntN(len(list))
-			m := list[i]
-			pk, sk := "USER#"+uid(m[0]), fmt.Sprintf("GROUP#g%03d", m[1])
-			if k < 85 {
-				list[i] = list[len(list)-1]
-				list = list[:len(list)-1]
-				delete(member, m)
-				return del(pk, sk)
-			}
-			return update(pk, sk, "role", roles[g.rng.IntN(len(roles))])
-		}
-		for {
-			m := [2]int{g.rng.IntN(users), int(zipf.Uint64())}
-			if member[m] {
-				continue
-			}
-			member[m] = true
-			list = append(list, m)
-			gr := fmt.Sprintf("g%03d", m[1])
-			return put("pk", "USER#"+uid(m[0]), "sk", "GROUP#"+gr, "gsi2pk", "GROUP#"+gr, "gsi2sk", "USER#"+uid(m[0]),
-				"role", roles[g.rng.IntN(len(roles))], "joinedAt", g.ts())
-		}
-	}
+	role := func() string { return roles[g.rng.IntN(len(roles))] }
+	next := g.memberships(users, func() int { return int(zipf.Uint64()) }, role, role)
 	w.generate(next, sz.Posts, sz.PostsLive)
 	return w
 }

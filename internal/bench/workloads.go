@@ -237,6 +237,40 @@ func postsPerUser(seed uint64, sz Size) Workload {
 	return w
 }
 
+// memberships returns a generator of membership writes among users: joins (60 %), leaves
+// (25 %) and role changes (15 %) of a membership made earlier. group picks a join's group,
+// joinRole its role, newRole the role of a change.
+func (g *opGen) memberships(users int, group func() int, joinRole, newRole func() string) func() workload.Op {
+	member := map[[2]int]bool{}
+	var list [][2]int
+	return func() workload.Op {
+		k := g.rng.IntN(100)
+		if len(list) > 0 && k >= 60 {
+			i := g.rng.IntN(len(list))
+			m := list[i]
+			pk, sk := "USER#"+uid(m[0]), fmt.Sprintf("GROUP#g%03d", m[1])
+			if k < 85 {
+				list[i] = list[len(list)-1]
+				list = list[:len(list)-1]
+				delete(member, m)
+				return del(pk, sk)
+			}
+			return update(pk, sk, "role", newRole())
+		}
+		for {
+			m := [2]int{g.rng.IntN(users), group()}
+			if member[m] {
+				continue
+			}
+			member[m] = true
+			list = append(list, m)
+			gr := fmt.Sprintf("g%03d", m[1])
+			return put("pk", "USER#"+uid(m[0]), "sk", "GROUP#"+gr, "gsi2pk", "GROUP#"+gr, "gsi2sk", "USER#"+uid(m[0]),
+				"role", joinRole(), "joinedAt", g.ts())
+		}
+	}
+}
+
 // membershipChurn: users join groups (60 %), leave (25 %) and change role (15 %). The
 // group's member list mirrors the memberships, members are counted into their group (same
 // partition), and both sides get the other's name on insert.
@@ -253,34 +287,8 @@ func membershipChurn(seed uint64, sz Size) Workload {
 	for gr := 0; gr < groups; gr++ {
 		w.Setup = append(w.Setup, put("pk", fmt.Sprintf("GROUP#g%03d", gr), "sk", "METADATA", "name", fmt.Sprintf("Group %d", gr)))
 	}
-	member := map[[2]int]bool{}
-	var list [][2]int
-	next := func() workload.Op {
-		k := g.rng.IntN(100)
-		if len(list) > 0 && k >= 60 {
-			i := g.rng.IntN(len(list))
-			m := list[i]
-			pk, sk := "USER#"+uid(m[0]), fmt.Sprintf("GROUP#g%03d", m[1])
-			if k < 85 {
-				list[i] = list[len(list)-1]
-				list = list[:len(list)-1]
-				delete(member, m)
-				return del(pk, sk)
-			}
-			return update(pk, sk, "role", []string{"member", "admin", "owner"}[g.rng.IntN(3)])
-		}
-		for {
-			m := [2]int{g.rng.IntN(users), g.rng.IntN(groups)}
-			if member[m] {
-				continue
-			}
-			member[m] = true
-			list = append(list, m)
-			gr := fmt.Sprintf("g%03d", m[1])
-			return put("pk", "USER#"+uid(m[0]), "sk", "GROUP#"+gr, "gsi2pk", "GROUP#"+gr, "gsi2sk", "USER#"+uid(m[0]),
-				"role", "member", "joinedAt", g.ts())
-		}
-	}
+	next := g.memberships(users, func() int { return g.rng.IntN(groups) }, func() string { return "member" },
+		func() string { return []string{"member", "admin", "owner"}[g.rng.IntN(3)] })
 	for i := 0; i < sz.Churn; i++ {
 		w.Measure = append(w.Measure, next())
 	}
