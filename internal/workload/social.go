@@ -228,7 +228,7 @@ func (g *gen) deleteFile() Op {
 	return del("pk", k[0], "sk", k[1])
 }
 
-// put builds a Put op from name/value pairs; ints become numbers.
+// put builds a Put op from name/value pairs; ints become numbers, bools booleans.
 func put(phase string, kv ...any) Op {
 	item := map[string]types.AttributeValue{}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -238,6 +238,10 @@ func put(phase string, kv ...any) Op {
 			item[name] = &types.AttributeValueMemberS{Value: v}
 		case int:
 			item[name] = &types.AttributeValueMemberN{Value: strconv.Itoa(v)}
+		case bool:
+			item[name] = &types.AttributeValueMemberBOOL{Value: v}
+		default:
+			panic(fmt.Sprintf("workload: attribute %s of type %T", name, v))
 		}
 	}
 	return Op{Phase: phase, Put: item}
