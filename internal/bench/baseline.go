@@ -264,7 +264,8 @@ func (b *Baseline) member(ctx context.Context, rec *events.DynamoDBEventRecord, 
 	return nil
 }
 
-// file: counted and summed into its folder, and counted while it is large (size gte 524288).
+// file: counted and summed into its folder, and counted while it is large (size gte 524288)
+// or pinned (pinned true): folder-large-file-count's any.
 func (b *Baseline) file(ctx context.Context, rec *events.DynamoDBEventRecord, pk string, old, nw item) error {
 	var ds []delta
 	if b.Rules["folder-file-count"] {
@@ -282,7 +283,8 @@ func (b *Baseline) file(ctx context.Context, rec *events.DynamoDBEventRecord, pk
 	}
 	if b.Rules["folder-large-file-count"] {
 		large := func(it item) int64 {
-			if number(get(it, "size")) >= largeFileBound {
+			pinned, _ := get(it, "pinned").(*types.AttributeValueMemberBOOL)
+			if number(get(it, "size")) >= largeFileBound || pinned != nil && pinned.Value {
 				return 1
 			}
 			return 0

@@ -15,7 +15,8 @@ import (
 // buckets. Each writes as many sources as the workload of the closest older kind it is read
 // beside (docs/benchmarks.md, "WCU per source write"), so the two compare per write.
 
-// largeFileBound is folder-large-file-count's where: size gte 524288.
+// largeFileBound is the bound of folder-large-file-count's first alternative: size gte
+// 524288. large-files writes no pinned (its second), so only sizes move the count.
 const largeFileBound = 524288
 
 // largeFiles: files put into 10 folders (60 %), given a new size (30 %, about half of them

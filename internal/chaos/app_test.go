@@ -33,7 +33,7 @@ func opKey(op workload.Op) Key {
 // again by the next write, late targets are put after sources written in an earlier phase.
 func TestApplicationWorkload(t *testing.T) {
 	f := Faults{Application: true, TTL: true}
-	a, b := Generate(5, 3000, f, Options{}), Generate(5, 3000, f, Options{})
+	a, b := Generate(6, 3000, f, Options{}), Generate(6, 3000, f, Options{})
 	if fingerprint(a.Ops) != fingerprint(b.Ops) || a.Application != b.Application {
 		t.Fatal("the same seed gave different workloads")
 	}
@@ -42,12 +42,12 @@ func TestApplicationWorkload(t *testing.T) {
 		w.Unlinked == 0 || w.Relinked == 0 {
 		t.Errorf("a case is missing: %s", w)
 	}
-	if off := Generate(5, 3000, Faults{TTL: true}, Options{}); off.Application.Total() != 0 {
+	if off := Generate(6, 3000, Faults{TTL: true}, Options{}); off.Application.Total() != 0 {
 		t.Errorf("the class is off, yet: %s", off.Application)
 	} else {
 		for _, op := range off.Ops {
-			// A file's size removed is ordinary churn (out of folder-large-file-count's where).
-			sizeOnly := len(op.Remove) == 1 && op.Remove[0] == "size" && KindOf(keyOf(op.Key), nil) == File
+			// A file's size or pinned removed is ordinary churn (out of folder-large-file-count's where).
+			sizeOnly := len(op.Remove) == 1 && (op.Remove[0] == "size" || op.Remove[0] == "pinned") && KindOf(keyOf(op.Key), nil) == File
 			if op.Put[readAttr] != nil || op.Put[staleAttr] != nil || (len(op.Remove) > 0 && !sizeOnly) {
 				t.Fatalf("the class is off, yet: %s %v", render(op.Put), op.Remove)
 			}
@@ -241,6 +241,12 @@ func scenario() (*Model, map[Key]record.Item) {
 		update(Key{f1.PK, "FILE#2025-01-01#x4"}, "size", num("524287.99")),
 		put("pk", f1.PK, "sk", "FILE#2025-01-01#x5", "name", "x5", "size", 700000),
 		remove(Key{f1.PK, "FILE#2025-01-01#x5"}, "size"),
+		// Or pinned (its any's second alternative): a small pinned file counts; a large
+		// pinned one that loses pinned stays, then leaves with its size.
+		put("pk", f1.PK, "sk", "FILE#2025-01-01#x6", "name", "x6", "size", 100, "pinned", true),
+		put("pk", f1.PK, "sk", "FILE#2025-01-01#x7", "name", "x7", "size", 900000, "pinned", true),
+		update(Key{f1.PK, "FILE#2025-01-01#x7"}, "pinned", false),
+		remove(Key{f1.PK, "FILE#2025-01-01#x7"}, "size"),
 		put("pk", "POST#lp", "sk", "COMMENT#2025-01-03T00:00:00Z#c3", "gsi1pk", u2.PK, "gsi1sk", "COMMENT#2025-01-03T00:00:00Z", "text", "x"),
 		put("pk", "POST#q", "sk", "METADATA", "userId", "lu", "title", "Q", "status", "draft"),
 		put("pk", f1.PK, "sk", f1.SK, "name", "F", "fileCount", 7),
@@ -273,12 +279,14 @@ func scenario() (*Model, map[Key]record.Item) {
 		g1:                                  {"name": s("G"), "memberCount": n("1"), "roleCount": n("1"), "_dn_cv": n("5")},
 		m1:                                  {"gsi2pk": s(g1.PK), "gsi2sk": s(m1.PK), "role": s("admin"), "joinedAt": s("2025-01-01"), "groupName": s("G")},
 		{"GROUP#g1", "USER#u1"}:             {"gsi1pk": s("USER#u1"), "gsi1sk": s("MEMBER#g1"), "role": s("admin"), "joinedAt": s("2025-01-01"), "userName": s("Ann")},
-		f1:                                  {"name": s("F"), "fileCount": n("5"), "totalBytes": n("1048588.49"), "largeFileCount": n("1")},
+		f1:                                  {"name": s("F"), "fileCount": n("7"), "totalBytes": n("1048688.49"), "largeFileCount": n("2")},
 		{"FOLDER#f1", "FILE#2025-01-01#x1"}: {"name": s("x1"), "size": n("10")},
 		{"FOLDER#f1", "FILE#2025-01-01#x2"}: {"name": s("x2"), "size": n("2.5")},
 		{"FOLDER#f1", "FILE#2025-01-01#x3"}: {"name": s("x3"), "size": n("524288")},
 		{"FOLDER#f1", "FILE#2025-01-01#x4"}: {"name": s("x4"), "size": n("524287.99")},
 		{"FOLDER#f1", "FILE#2025-01-01#x5"}: {"name": s("x5")},
+		{"FOLDER#f1", "FILE#2025-01-01#x6"}: {"name": s("x6"), "size": n("100"), "pinned": &types.AttributeValueMemberBOOL{Value: true}},
+		{"FOLDER#f1", "FILE#2025-01-01#x7"}: {"name": s("x7"), "pinned": &types.AttributeValueMemberBOOL{Value: false}},
 		// post-daily-comments: a day item per post and UTC day of comments, created by
 		// Denorm, with ttl = the day's end (midnight after) + 3650 days.
 		{"POST#p1", "DAY#2025-01-01"}: {"commentCount": n("1"), "ttl": n("2051136000")}, // 2025-01-02T00:00Z + 3650d
@@ -317,12 +325,14 @@ func TestOracleApplication(t *testing.T) {
 			tb[Key{"USER#u1", "POST#p2"}] = record.Item{"title": s("Two")}
 		}, `zombie USER#u1 POST#p2:  = {title: "Two"}, want no item`, caseMirrorGone},
 		{"late target without its sources' sum", func(tb map[Key]record.Item) { delete(tb[Key{"FOLDER#f1", "METADATA"}], "totalBytes") },
-			"attribute FOLDER#f1 METADATA: totalBytes = absent, want 1048588.49", ""},
-		{"a file a hundredth below the bound counted as large", func(tb map[Key]record.Item) {
-			tb[Key{"FOLDER#f1", "METADATA"}]["largeFileCount"] = n("2")
-		}, "attribute FOLDER#f1 METADATA: largeFileCount = 2, want 1", ""},
+			"attribute FOLDER#f1 METADATA: totalBytes = absent, want 1048688.49", ""},
+		{"a file a hundredth below the bound, or pinned: false, counted", func(tb map[Key]record.Item) {
+			tb[Key{"FOLDER#f1", "METADATA"}]["largeFileCount"] = n("3")
+		}, "attribute FOLDER#f1 METADATA: largeFileCount = 3, want 2", ""},
+		{"the small pinned file not counted", func(tb map[Key]record.Item) { tb[Key{"FOLDER#f1", "METADATA"}]["largeFileCount"] = n("1") },
+			"attribute FOLDER#f1 METADATA: largeFileCount = 1, want 2", ""},
 		{"the file at the bound not counted", func(tb map[Key]record.Item) { delete(tb[Key{"FOLDER#f1", "METADATA"}], "largeFileCount") },
-			"attribute FOLDER#f1 METADATA: largeFileCount = absent, want 1", ""},
+			"attribute FOLDER#f1 METADATA: largeFileCount = absent, want 2", ""},
 		{"unlinked post still counted", func(tb map[Key]record.Item) { tb[Key{"USER#u1", "PROFILE"}]["postCount"] = n("2") },
 			"attribute USER#u1 PROFILE: postCount = 2, want 1", ""},
 		{"the application's counter on a re-created group", func(tb map[Key]record.Item) {
@@ -412,12 +422,14 @@ func TestOracleAgreesWithBruteForce(t *testing.T) {
 				case Folder:
 					if KindOf(sk, sit) == File && sk.PK == t0.k.PK {
 						want["fileCount"].Add(want["fileCount"], big.NewRat(1, 1))
+						large := false
 						if size, ok := sit["size"].(*types.AttributeValueMemberN); ok { // absent: adds nothing, not large
 							r, _ := new(big.Rat).SetString(size.Value)
 							want["totalBytes"].Add(want["totalBytes"], r)
-							if r.Cmp(big.NewRat(1<<19, 1)) >= 0 {
-								want["largeFileCount"].Add(want["largeFileCount"], big.NewRat(1, 1))
-							}
+							large = r.Cmp(big.NewRat(1<<19, 1)) >= 0
+						}
+						if pin, ok := sit["pinned"].(*types.AttributeValueMemberBOOL); large || ok && pin.Value {
+							want["largeFileCount"].Add(want["largeFileCount"], big.NewRat(1, 1))
 						}
 					}
 				}

@@ -56,7 +56,8 @@ type Plan struct {
 //	churn     renames, comments added, re-linked, deleted, rewritten with a stale copy;
 //	          membership churn and flapping; post status flips and author changes (in and
 //	          out of user-post-count's where); file size changes, decimal sizes, sizes
-//	          removed (in and out of folder-large-file-count's where); unwatched
+//	          removed, files pinned and unpinned (in and out of folder-large-file-count's
+//	          where through either alternative of its any); unwatched
 //	          attribute updates; TTL expiry of comments, files and memberships
 //	expire    TTL expiry (or deletion) of about half of the round's parents
 //	after     deletes and size changes under the expired parents (their counters must not
@@ -401,14 +402,17 @@ func (g *gen) churn() {
 			}
 			g.emit(update(p, set...))
 		}
-	case k < 83: // a new file, or a new size for one: in and out of folder-large-file-count's where
+	case k < 83: // a new file, or a new size or pin for one: in and out of folder-large-file-count's where
 		if g.rng.IntN(2) == 0 {
 			if fk, ok := pick(File); ok {
-				if g.rng.IntN(8) == 0 { // no size: out of the where, adds nothing to the sum
+				switch g.rng.IntN(8) {
+				case 0: // no size: out of the where unless pinned, adds nothing to the sum
 					g.emit(workload.Op{Key: keyItem(fk), Remove: []string{"size"}})
-					return
+				case 1, 2, 3:
+					g.pin(fk)
+				default:
+					g.emit(update(fk, "size", g.size()))
 				}
-				g.emit(update(fk, "size", g.size()))
 				return
 			}
 		}
@@ -477,7 +481,40 @@ func (g *gen) commentBy(post, author Key) Key {
 func (g *gen) file(folder Key) {
 	x := g.id("x")
 	day := g.ts()[:10]
-	g.emit(put("pk", folder.PK, "sk", "FILE#"+day+"#"+x, "name", x+".pdf", "size", g.size(), "uploadedAt", day, "ttl", ttlFuture))
+	kv := []any{"pk", folder.PK, "sk", "FILE#" + day + "#" + x, "name", x + ".pdf", "size", g.size(), "uploadedAt", day, "ttl", ttlFuture}
+	if g.rng.IntN(4) == 0 { // counted by folder-large-file-count whatever its size
+		kv = append(kv, "pinned", true)
+	}
+	g.emit(put(kv...))
+}
+
+// pin moves a file through the second alternative of folder-large-file-count's where
+// (pinned: true): a file not pinned is pinned, a pinned one has pinned set to false or
+// removed; or the file is made both large and pinned, then loses one of the two (still
+// counted) and then the other (out).
+func (g *gen) pin(fk Key) {
+	unpin := workload.Op{Key: keyItem(fk), Remove: []string{"pinned"}}
+	it, _ := g.m.Item(fk)
+	p, _ := it["pinned"].(*types.AttributeValueMemberBOOL)
+	switch r := g.rng.IntN(4); {
+	case r < 3 && (p == nil || !p.Value):
+		g.emit(update(fk, "pinned", true))
+	case r == 0:
+		g.emit(update(fk, "pinned", false))
+	case r < 3:
+		g.emit(unpin)
+	default:
+		g.emit(update(fk, "size", 600000+g.rng.IntN(1<<19), "pinned", true))
+		lose := []workload.Op{unpin, update(fk, "size", g.rng.IntN(524288))}
+		if g.rng.IntN(2) == 0 {
+			lose[0] = update(fk, "pinned", false)
+		}
+		if g.rng.IntN(2) == 0 {
+			lose[0], lose[1] = update(fk, "size", num("524287.99")), lose[0]
+		}
+		g.emit(lose[0])
+		g.emit(lose[1])
+	}
 }
 
 // membership puts a membership of a random user in group (or at the key given).
@@ -553,7 +590,7 @@ func (g *gen) children(kind Kind, keep func(Key) bool) []Key {
 // num is a number attribute written as given (a decimal).
 type num string
 
-// put builds a Put from name/value pairs: strings, ints and nums.
+// put builds a Put from name/value pairs: strings, ints, nums and booleans.
 func put(kv ...any) workload.Op {
 	return workload.Op{Put: attrs(kv)}
 }
@@ -579,6 +616,8 @@ func attrs(kv []any) map[string]types.AttributeValue {
 			item[name] = &types.AttributeValueMemberN{Value: strconv.Itoa(v)}
 		case num:
 			item[name] = &types.AttributeValueMemberN{Value: string(v)}
+		case bool:
+			item[name] = &types.AttributeValueMemberBOOL{Value: v}
 		default:
 			panic(fmt.Sprintf("chaos: attribute %s of type %T", name, v))
 		}

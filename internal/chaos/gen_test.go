@@ -62,8 +62,10 @@ func TestGenerate(t *testing.T) {
 		}
 	}
 	// Without the opt-ins the application never replaces a live copy target with PutItem.
-	// Live files cross folder-large-file-count's where (size gte 524288) both ways, by a new
-	// size and by one removed, and sizes sit on the bound's edge.
+	// Live files cross folder-large-file-count's where (any: size gte 524288, or pinned)
+	// both ways through each alternative: by a new size and by one removed, sizes on the
+	// bound's edge; pinned set to true, to false and removed; and a file both large and
+	// pinned loses one of the two (still counted), then the other (out).
 	m := NewModel()
 	large := func(it record.Item) bool {
 		n, ok := it["size"].(*types.AttributeValueMemberN)
@@ -73,7 +75,18 @@ func TestGenerate(t *testing.T) {
 		r, ok := new(big.Rat).SetString(n.Value)
 		return ok && r.Cmp(big.NewRat(524288, 1)) >= 0
 	}
+	pinned := func(it record.Item) bool {
+		b, ok := it["pinned"].(*types.AttributeValueMemberBOOL)
+		return ok && b.Value
+	}
+	counted := func(it record.Item) bool { return large(it) || pinned(it) }
 	cross := map[string]int{}
+	halfway := map[Key]bool{} // files that were both large and pinned and lost one of the two
+	for _, op := range a.Ops {
+		if op.Put != nil && pinned(op.Put) && KindOf(keyOf(op.Put), op.Put) == File {
+			cross["put pinned"]++
+		}
+	}
 	for _, op := range a.Ops {
 		if op.Put != nil {
 			k := keyOf(op.Put)
@@ -84,14 +97,28 @@ func TestGenerate(t *testing.T) {
 		before, live := m.Item(keyOf(op.Key))
 		if live && op.Key != nil && KindOf(keyOf(op.Key), before) == File {
 			m.Apply(op)
-			after, _ := m.Item(keyOf(op.Key))
+			k := keyOf(op.Key)
+			after, _ := m.Item(k)
 			switch {
-			case !large(before) && large(after):
+			case !counted(before) && large(after) && !pinned(after):
 				cross["enters"]++
-			case large(before) && !large(after) && after["size"] == nil:
+			case !counted(before) && pinned(after) && !large(after):
+				cross["enters, pinned"]++
+			case counted(before) && !counted(after) && large(before) && after["size"] == nil:
 				cross["leaves, size removed"]++
-			case large(before) && !large(after):
+			case counted(before) && !counted(after) && large(before):
 				cross["leaves, smaller"]++
+			case counted(before) && !counted(after) && after["pinned"] == nil:
+				cross["leaves, pinned removed"]++
+			case counted(before) && !counted(after):
+				cross["leaves, pinned false"]++
+			case large(before) && pinned(before) && counted(after) && large(after) != pinned(after):
+				cross["stays, one of large and pinned lost"]++
+				halfway[k] = true
+			}
+			if halfway[k] && !counted(after) {
+				cross["leaves, the other lost"]++
+				delete(halfway, k)
 			}
 			if n, ok := after["size"].(*types.AttributeValueMemberN); ok && (n.Value == "524288" || n.Value == "524287.99") {
 				cross["on the edge"]++
@@ -100,7 +127,8 @@ func TestGenerate(t *testing.T) {
 		}
 		m.Apply(op)
 	}
-	for _, want := range []string{"enters", "leaves, size removed", "leaves, smaller", "on the edge"} {
+	for _, want := range []string{"enters", "leaves, size removed", "leaves, smaller", "on the edge", "put pinned", "enters, pinned",
+		"leaves, pinned removed", "leaves, pinned false", "stays, one of large and pinned lost", "leaves, the other lost"} {
 		if cross[want] == 0 {
 			t.Errorf("no file %s folder-large-file-count's where: %v", want, cross)
 		}

@@ -67,7 +67,8 @@ var ruleWritten = map[Kind][]string{
 // ttl, over the live files of that day.
 //
 // folder-large-file-count counts the live files whose size is a number of at least
-// largeFile (its where, size gte 524288), compared here as an exact decimal.
+// largeFile (size gte 524288), compared here as an exact decimal, or whose pinned is the
+// boolean true: its where's any of the two (bigFile).
 //
 // A distinct (group-role-count) is the number of different roles among the group's live
 // memberships, whatever the order of their writes.
@@ -152,10 +153,10 @@ func (o *oracle) expect() {
 		if n, ok := it["size"].(*types.AttributeValueMemberN); ok {
 			if r, ok := new(big.Rat).SetString(n.Value); ok {
 				bytes[k.PK].Add(bytes[k.PK], r)
-				if r.Cmp(largeFile) >= 0 {
-					large[k.PK]++
-				}
 			}
+		}
+		if bigFile(it) {
+			large[k.PK]++
 		}
 	}
 	count := func(n int) types.AttributeValue { return &types.AttributeValueMemberN{Value: fmt.Sprint(n)} }
@@ -219,8 +220,24 @@ func (o *oracle) expect() {
 	})
 }
 
-// largeFile is the bound of folder-large-file-count's where (size gte 524288).
+// largeFile is the bound of the first alternative of folder-large-file-count's where
+// (size gte 524288).
 var largeFile = big.NewRat(524288, 1)
+
+// bigFile reports whether folder-large-file-count counts the file it: its size is a number
+// of at least largeFile, or its pinned is the boolean true (any: [{size: {gte: 524288}},
+// {pinned: true}]). Written out here, not evaluated by internal/value.
+func bigFile(it record.Item) bool {
+	if p, ok := it["pinned"].(*types.AttributeValueMemberBOOL); ok && p.Value {
+		return true
+	}
+	n, ok := it["size"].(*types.AttributeValueMemberN)
+	if !ok {
+		return false
+	}
+	r, ok := new(big.Rat).SetString(n.Value)
+	return ok && r.Cmp(largeFile) >= 0
+}
 
 func (o *oracle) compare() {
 	for k, it := range o.table {

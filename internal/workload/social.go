@@ -109,7 +109,26 @@ func Social(seed uint64, sc Scale) []Op {
 		}
 		ops[len(ops)-1].Phase = "churn"
 	}
-	return ops
+	return append(ops, g.pinChurn()...)
+}
+
+// pinChurn moves two live files through folder-large-file-count's where by its second
+// alternative (pinned: true): one made large and pinned loses pinned (still counted, by its
+// size) and then its size (out); one small file is pinned (in) and unpinned (out).
+func (g *gen) pinChurn() []Op {
+	if len(g.files) < 2 {
+		return nil
+	}
+	a, b := g.files[0], g.files[1]
+	unpin := Op{Phase: "churn", Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: b[0]}, "sk": &types.AttributeValueMemberS{Value: b[1]}}, Remove: []string{"pinned"}}
+	return []Op{
+		update(a[0], a[1], "size", 900000, "pinned", true),
+		update(a[0], a[1], "pinned", false),
+		update(a[0], a[1], "size", 1000),
+		update(b[0], b[1], "size", 2000, "pinned", true),
+		unpin,
+	}
 }
 
 type gen struct {
@@ -119,6 +138,7 @@ type gen struct {
 	members  [][2]int
 	files    [][2]string
 	fileAt   map[int][2]string
+	filePuts int // files put so far: every fifth is pinned, every fifth after it pinned: false
 }
 
 func id(prefix string, n int) string { return fmt.Sprintf("%s%04d", prefix, n) }
@@ -183,8 +203,17 @@ func (g *gen) file(f, folder int) Op {
 		g.files = append(g.files, k)
 	}
 	day := k[1][len("FILE#") : len("FILE#")+len("2006-01-02")] // uploadedAt, as in the key
-	return put("create", "pk", k[0], "sk", k[1], "name", fmt.Sprintf("file-%d.pdf", f), "size", g.rng.IntN(1<<20)+1,
+	op := put("create", "pk", k[0], "sk", k[1], "name", fmt.Sprintf("file-%d.pdf", f), "size", g.rng.IntN(1<<20)+1,
 		"uploadedAt", day)
+	// Some files are pinned (folder-large-file-count counts them whatever their size), some
+	// say pinned: false; a new version of a file may change it either way or drop it.
+	switch g.filePuts++; g.filePuts % 5 {
+	case 0:
+		op.Put["pinned"] = &types.AttributeValueMemberBOOL{Value: true}
+	case 2:
+		op.Put["pinned"] = &types.AttributeValueMemberBOOL{Value: false}
+	}
+	return op
 }
 
 func (g *gen) deleteFile() Op {
@@ -199,7 +228,7 @@ func (g *gen) deleteFile() Op {
 	return del("pk", k[0], "sk", k[1])
 }
 
-// put builds a Put op from name/value pairs; ints become numbers.
+// put builds a Put op from name/value pairs; ints become numbers, bools booleans.
 func put(phase string, kv ...any) Op {
 	item := map[string]types.AttributeValue{}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -209,6 +238,10 @@ func put(phase string, kv ...any) Op {
 			item[name] = &types.AttributeValueMemberS{Value: v}
 		case int:
 			item[name] = &types.AttributeValueMemberN{Value: strconv.Itoa(v)}
+		case bool:
+			item[name] = &types.AttributeValueMemberBOOL{Value: v}
+		default:
+			panic(fmt.Sprintf("workload: attribute %s of type %T", name, v))
 		}
 	}
 	return Op{Phase: phase, Put: item}

@@ -246,7 +246,7 @@ func build(seed uint64, sc Scale, applied bool) *Data {
 			"size": n(size), "uploadedAt": s(day)})
 		folderFiles[fo]++
 		folderBytes[fo] += size
-		if size >= 524288 { // folder-large-file-count: where size gte 524288
+		if size >= 524288 { // folder-large-file-count: size gte 524288 (no file here is pinned, its other alternative)
 			folderLarge[fo]++
 		}
 		dk := [2]string{"FOLDER#" + id("f", fo), "DAY#" + day}
