@@ -287,61 +287,7 @@ func TestBackfillBeforeTheProcessorStarts(t *testing.T) {
 // meets no target, and must still decide the state, or the customer put back shows those
 // deltas alone. c1 keeps one paid order (total 1), c2 none (total 0, state -1).
 func TestBackfillWhileATargetIsAway(t *testing.T) {
-	db, _ := ddbtest.Clients(t)
-	table := ddbtest.TableName(t)
-	ckpt := filepath.Join(t.TempDir(), "mapping.json")
-	t.Cleanup(func() { deleteTable(db, table) })
-	ctx := context.Background()
-	put := func(it item) {
-		t.Helper()
-		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: it}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	del := func(pk, sk string) {
-		t.Helper()
-		if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: item{"pk": str(pk), "sk": str(sk)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	profile := func(c string) item {
-		return item{"pk": str("CUSTOMER#" + c), "sk": str("PROFILE"), "name": str("Customer " + c)}
-	}
-	order := func(c, o string) item {
-		return item{"pk": str("CUSTOMER#" + c), "sk": str("ORDER#" + o), "status": str("paid"), "amount": num(30)}
-	}
-
-	p := startRules(t, shopV1, table, ckpt)
-	put(profile("c1"))
-	put(order("c1", "o1"))
-	put(order("c1", "o2"))
-	put(profile("c2"))
-	put(order("c2", "o3"))
-	drain(t, p)
-	del("CUSTOMER#c1", "PROFILE")
-	del("CUSTOMER#c2", "PROFILE")
-	drain(t, p)
-
-	// Deploy the new rules; a paid order of each customer goes while they are away.
-	if err := p.Close(); err != nil {
-		t.Fatal(err)
-	}
-	p = startRules(t, shopV2, table, ckpt)
-	defer p.Close()
-	del("CUSTOMER#c1", "ORDER#o1")
-	del("CUSTOMER#c2", "ORDER#o3")
-	drain(t, p)
-
-	if code, out := denorm(t, "backfill", "--rules", shopV2, "--table", table, "--only", "customer-paid-count,customer-paid-total",
-		"--settle", "500ms", "--no-progress"); code != 0 {
-		t.Fatalf("backfill exited %d:\n%s", code, out)
-	}
-	put(profile("c1"))
-	put(profile("c2"))
-	drain(t, p)
-	if code, out := denorm(t, "verify", "--rules", shopV2, "--table", table, "--no-progress"); code != 0 {
-		t.Errorf("verify exited %d once the customers were back, want 0: the backfill exited 0 and left their states wrong\n%s", code, out)
-	}
+	backfillWhileAway(t, shopV2, "customer-paid-count,customer-paid-total", "paid")
 }
 
 // TestBackfillWhileADistinctTargetIsAway is TestBackfillWhileATargetIsAway for a distinct
@@ -350,7 +296,24 @@ func TestBackfillWhileATargetIsAway(t *testing.T) {
 // the processor moved their reference items while they were away. The backfill must decide
 // their reference items and states, or c1 put back shows no status at all.
 func TestBackfillWhileADistinctTargetIsAway(t *testing.T) {
-	const shopDistinct = "testdata/shop-distinct.yaml"
+	db, table := backfillWhileAway(t, "testdata/shop-distinct.yaml", "customer-statuses", "shipped")
+	got, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(table),
+		Key: item{"pk": str("CUSTOMER#c1"), "sk": str("PROFILE")}, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := got.Item["statusCount"].(*types.AttributeValueMemberN); !ok || n.Value != "1" {
+		t.Errorf("c1 statusCount = %v, want 1 (shipped)", got.Item["statusCount"])
+	}
+}
+
+// backfillWhileAway is the story of the two tests above, on rules over shopV1's table:
+// customer c1 with orders o1 (paid) and o2 (o2Status), c2 with o3 (paid), under shopV1;
+// both customers deleted; rules deployed; o1 and o3 deleted while the customers are away;
+// the rules only names backfilled; the customers put back. verify must then exit 0. It
+// returns the table for further checks.
+func backfillWhileAway(t *testing.T, rules, only, o2Status string) (*dynamodb.Client, string) {
+	t.Helper()
 	db, _ := ddbtest.Clients(t)
 	table := ddbtest.TableName(t)
 	ckpt := filepath.Join(t.TempDir(), "mapping.json")
@@ -378,7 +341,7 @@ func TestBackfillWhileADistinctTargetIsAway(t *testing.T) {
 	p := startRules(t, shopV1, table, ckpt)
 	put(profile("c1"))
 	put(order("c1", "o1", "paid"))
-	put(order("c1", "o2", "shipped"))
+	put(order("c1", "o2", o2Status))
 	put(profile("c2"))
 	put(order("c2", "o3", "paid"))
 	drain(t, p)
@@ -386,33 +349,27 @@ func TestBackfillWhileADistinctTargetIsAway(t *testing.T) {
 	del("CUSTOMER#c2", "PROFILE")
 	drain(t, p)
 
+	// Deploy the new rules; an order of each customer goes while they are away.
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	p = startRules(t, shopDistinct, table, ckpt)
+	p = startRules(t, rules, table, ckpt)
 	defer p.Close()
 	del("CUSTOMER#c1", "ORDER#o1")
 	del("CUSTOMER#c2", "ORDER#o3")
 	drain(t, p)
 
-	if code, out := denorm(t, "backfill", "--rules", shopDistinct, "--table", table, "--only", "customer-statuses",
+	if code, out := denorm(t, "backfill", "--rules", rules, "--table", table, "--only", only,
 		"--settle", "500ms", "--no-progress"); code != 0 {
 		t.Fatalf("backfill exited %d:\n%s", code, out)
 	}
 	put(profile("c1"))
 	put(profile("c2"))
 	drain(t, p)
-	if code, out := denorm(t, "verify", "--rules", shopDistinct, "--table", table, "--no-progress"); code != 0 {
+	if code, out := denorm(t, "verify", "--rules", rules, "--table", table, "--no-progress"); code != 0 {
 		t.Errorf("verify exited %d once the customers were back, want 0: the backfill exited 0 and left their states wrong\n%s", code, out)
 	}
-	got, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: item{"pk": str("CUSTOMER#c1"), "sk": str("PROFILE")},
-		ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, ok := got.Item["statusCount"].(*types.AttributeValueMemberN); !ok || n.Value != "1" {
-		t.Errorf("c1 statusCount = %v, want 1 (shipped)", got.Item["statusCount"])
-	}
+	return db, table
 }
 
 // stream turns the table's stream on (NEW_AND_OLD_IMAGES) or off.
