@@ -200,20 +200,7 @@ func golden(t *testing.T, path string, got []byte) {
 // rule needs a backfill, and the plan says how; the same tests written in another order
 // do not.
 func TestWhereTestsChange(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, where string) string {
-		path := filepath.Join(dir, name)
-		text := "version: 1\nentities:\n" +
-			"  Site: {pk: \"SITE#{siteId}\", sk: SITE, attributes: [hot]}\n" +
-			"  Reading: {pk: \"SITE#{siteId}\", sk: \"READING#{readingId}\", attributes: [temp, status]}\n" +
-			"rules:\n  - {name: site-hot, count: {of: Reading, into: Site, attribute: hot, where: " + where + "}}\n"
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	base := write("base.yaml", "{temp: {gt: 80, lt: 200}, status: {in: [ok, new]}}")
-	for where, changed := range map[string]bool{
+	whereChanges(t, "{temp: {gt: 80, lt: 200}, status: {in: [ok, new]}}", map[string]bool{
 		"{status: {in: [new, ok]}, temp: {lt: 200, gt: 80}}":  false,
 		"{temp: {gt: 90, lt: 200}, status: {in: [ok, new]}}":  true,
 		"{temp: {gte: 80, lt: 200}, status: {in: [ok, new]}}": true,
@@ -222,17 +209,24 @@ func TestWhereTestsChange(t *testing.T) {
 		// any: its alternatives in another order are the same where; another alternative,
 		// or one moved out of the any, is not.
 		"{temp: {gt: 80, lt: 200}, status: {in: [ok, new]}, any: [{temp: {gt: 100}}, {status: ok}]}": true,
-	} {
-		d := compare(t, base, write("new.yaml", where))
-		if got := len(d.Backfill()) == 1; got != changed {
-			t.Errorf("where %s: backfill %v, want a backfill %v", where, d.Backfill(), changed)
-		}
-	}
+	})
 }
 
 // Alternatives of a where's any compare in any order; adding, dropping or changing one
 // changes the rule.
 func TestWhereAnyChange(t *testing.T) {
+	whereChanges(t, "{status: {ne: retired}, any: [{temp: {gt: 80}}, {status: faulty}]}", map[string]bool{
+		"{any: [{status: faulty}, {temp: {gt: 80}}], status: {ne: retired}}": false,
+		"{status: {ne: retired}, any: [{temp: {gt: 90}}, {status: faulty}]}": true,
+		"{status: {ne: retired}, any: [{temp: {gt: 80}}]}":                   true,
+		"{status: {ne: retired}, temp: {gt: 80}}":                            true,
+	})
+}
+
+// whereChanges compares a count whose where is base with the same count under each where of
+// cases, and checks that the diff asks for a backfill exactly when cases says it changed.
+func whereChanges(t *testing.T, base string, cases map[string]bool) {
+	t.Helper()
 	dir := t.TempDir()
 	write := func(name, where string) string {
 		path := filepath.Join(dir, name)
@@ -245,14 +239,9 @@ func TestWhereAnyChange(t *testing.T) {
 		}
 		return path
 	}
-	base := write("base.yaml", "{status: {ne: retired}, any: [{temp: {gt: 80}}, {status: faulty}]}")
-	for where, changed := range map[string]bool{
-		"{any: [{status: faulty}, {temp: {gt: 80}}], status: {ne: retired}}": false,
-		"{status: {ne: retired}, any: [{temp: {gt: 90}}, {status: faulty}]}": true,
-		"{status: {ne: retired}, any: [{temp: {gt: 80}}]}":                   true,
-		"{status: {ne: retired}, temp: {gt: 80}}":                            true,
-	} {
-		d := compare(t, base, write("new.yaml", where))
+	basePath := write("base.yaml", base)
+	for where, changed := range cases {
+		d := compare(t, basePath, write("new.yaml", where))
 		if got := len(d.Backfill()) == 1; got != changed {
 			t.Errorf("where %s: backfill %v, want a backfill %v", where, d.Backfill(), changed)
 		}
