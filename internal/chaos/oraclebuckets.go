@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -79,12 +78,7 @@ const folderTopN = 2
 // deleted before its records were applied creates nothing). Written without the planner's
 // code.
 func (o *oracle) expectFolderDays() {
-	type src struct {
-		at  types.AttributeValue
-		key string
-		e   map[string]types.AttributeValue
-	}
-	byDay := map[Key][]src{}
+	byDay := map[Key][]topSource{}
 	start := map[Key]time.Time{}
 	for _, k := range o.m.Live(File) {
 		it, _ := o.m.Item(k)
@@ -105,7 +99,7 @@ func (o *oracle) expectFolderDays() {
 		if name, ok := it["name"]; ok {
 			e["name"] = name
 		}
-		byDay[dk] = append(byDay[dk], src{at: at, key: k.PK + "\x00" + k.SK, e: e})
+		byDay[dk] = append(byDay[dk], topSource{at: at, key: k.PK + "\x00" + k.SK, e: e})
 		start[dk] = day
 	}
 	for k := range o.table {
@@ -123,18 +117,8 @@ func (o *oracle) expectFolderDays() {
 				continue
 			}
 		}
-		sort.Slice(ss, func(i, j int) bool {
-			if c := compareAV(ss[i].at, ss[j].at); c != 0 {
-				return c > 0
-			}
-			return ss[i].key > ss[j].key
-		})
-		l := &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
-		for _, s := range ss[:min(folderTopN, len(ss))] {
-			l.Value = append(l.Value, &types.AttributeValueMemberM{Value: s.e})
-		}
 		o.want[k] = map[string]types.AttributeValue{
-			"recentFiles": l,
+			"recentFiles": &types.AttributeValueMemberL{Value: topList(ss, folderTopN)},
 			"ttl":         &types.AttributeValueMemberN{Value: fmt.Sprint(day.Add(24 * time.Hour).Add(dayTTL).Unix())},
 		}
 	}

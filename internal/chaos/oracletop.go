@@ -19,12 +19,7 @@ const topN = 3
 // generator's texts and names are a few dozen bytes. Written without the planner's code, so
 // the check stays independent.
 func (o *oracle) expectTop() {
-	type src struct {
-		at  types.AttributeValue
-		key string
-		e   map[string]types.AttributeValue
-	}
-	byPost := map[string][]src{}
+	byPost := map[string][]topSource{}
 	for _, k := range o.m.Live(Comment) {
 		it, _ := o.m.Item(k)
 		at := it["createdAt"]
@@ -40,27 +35,38 @@ func (o *oracle) expectTop() {
 		} else if got, ok := o.table[k]; ok && got["userName"] != nil { // what the comment kept
 			e["author"] = got["userName"]
 		}
-		byPost[k.PK] = append(byPost[k.PK], src{at: at, key: k.PK + "\x00" + k.SK, e: e})
+		byPost[k.PK] = append(byPost[k.PK], topSource{at: at, key: k.PK + "\x00" + k.SK, e: e})
 	}
 	for _, k := range o.m.Live(Post) {
 		ss := byPost[k.PK]
-		sort.Slice(ss, func(i, j int) bool {
-			if c := compareAV(ss[i].at, ss[j].at); c != 0 {
-				return c > 0
-			}
-			return ss[i].key > ss[j].key
-		})
-		if len(ss) > topN {
-			ss = ss[:topN]
-		}
 		if w, ok := o.want[k]; ok && len(ss) > 0 {
-			l := &types.AttributeValueMemberL{}
-			for _, s := range ss {
-				l.Value = append(l.Value, &types.AttributeValueMemberM{Value: s.e})
-			}
-			w["recentComments"] = l
+			w["recentComments"] = &types.AttributeValueMemberL{Value: topList(ss, topN)}
 		} else if ok {
 			w["recentComments"] = nil // absent, or an empty list once it had entries
 		}
 	}
+}
+
+// topSource is one source of a top list: the value that orders it, its key (pk NUL sk) and
+// its entry.
+type topSource struct {
+	at  types.AttributeValue
+	key string
+	e   map[string]types.AttributeValue
+}
+
+// topList returns the entries of the n sources of ss greatest by at, ties to the greater
+// key, greatest first; never nil. It sorts ss.
+func topList(ss []topSource, n int) []types.AttributeValue {
+	sort.Slice(ss, func(i, j int) bool {
+		if c := compareAV(ss[i].at, ss[j].at); c != 0 {
+			return c > 0
+		}
+		return ss[i].key > ss[j].key
+	})
+	out := []types.AttributeValue{}
+	for _, s := range ss[:min(n, len(ss))] {
+		out = append(out, &types.AttributeValueMemberM{Value: s.e})
+	}
+	return out
 }
