@@ -49,11 +49,7 @@ func TestDistinctExactlyOnce(t *testing.T) {
 			e := newEnvRules(t, apply.Options{}, distinctRules)
 			e.api.failAfter = -1
 			ctx := context.Background()
-			put := func(item map[string]types.AttributeValue) {
-				if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.table), Item: item}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			put := e.putItem
 			str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 			targets := []map[string]types.AttributeValue{
 				{"pk": str("SITE#s1"), "sk": str("SITE"), "name": str("north")},
@@ -217,11 +213,7 @@ rules:
 	e.api.failAfter = -1
 	ctx := context.Background()
 	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-	put := func(item map[string]types.AttributeValue) {
-		if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.table), Item: item}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := e.putItem
 	reading := func(site, id, status, region string) {
 		put(map[string]types.AttributeValue{"pk": str("SITE#" + site), "sk": str("READING#" + id), "status": str(status), "regionId": str(region)})
 	}

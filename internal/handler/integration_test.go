@@ -145,9 +145,7 @@ func (e *env) put(item map[string]string) {
 			av[k] = &types.AttributeValueMemberS{Value: v}
 		}
 	}
-	if _, err := e.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(e.table), Item: av}); err != nil {
-		e.t.Fatal(err)
-	}
+	e.putItem(av)
 }
 
 // failingOn delivers batch once with every UpdateItem on partition pk failing, and fails the

@@ -45,11 +45,7 @@ func TestWhereComparisonsExactlyOnce(t *testing.T) {
 			e := newEnvRules(t, apply.Options{}, whereRules)
 			e.api.failAfter = -1
 			ctx := context.Background()
-			put := func(item map[string]types.AttributeValue) {
-				if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.table), Item: item}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			put := e.putItem
 			str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 			num := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
 			for _, site := range []string{"s1", "s2"} {
