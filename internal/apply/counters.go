@@ -17,6 +17,7 @@ import (
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // The I/O of counts and sums (internal/counter decides what each write holds): a batch's
@@ -107,6 +108,13 @@ func (r *run) copyState(target plan.Key, state record.Item, attrs []plan.AttrAmo
 	if plan.IsDistinctRef(target) {
 		return nil // a reference item has no copy: its record moves the target's state
 	}
+	if x.set.Split(target.PK, target.SK) > 0 {
+		// The state item holds a share of a split target's values: add up the parts.
+		var err error
+		if state, err = r.getState(target); err != nil || state == nil {
+			return err
+		}
+	}
 	create := anyCreate(attrs)
 	ub, cond := counter.CopyWrite(x.set.Table.PartitionKey, counter.Copy(state, counter.Values(x.set.Table, state)), create)
 	if create {
@@ -159,23 +167,54 @@ func (r *run) refresh(f *plan.Refresh) error {
 	}
 	attrs := counter.Values(x.set.Table, state, f.Attrs...)
 	copy := counter.Copy(state, attrs)
-	if foreign := counter.Foreign(state, f.Seen); foreign != nil {
+	if f.Seen == nil && !f.Copy {
+		return nil
+	}
+	if foreign := counter.Foreign(state, f.Seen); f.Seen != nil && foreign != nil {
 		// A copy version above the state's was never Denorm's for this target (the
 		// application copied another item whole): put the copy over it, as long as the
 		// item still holds that version.
 		ub, cond := counter.CopyOver(x.set.Table.PartitionKey, copy, foreign)
 		return r.writeCopy(f.Target, ub, cond)
 	}
-	if !counter.Differs(state, f.Seen, attrs) {
+	if !f.Copy && !counter.Differs(state, f.Seen, attrs) {
 		return nil
 	}
-	ub, cond := counter.CopyWrite(x.set.Table.PartitionKey, copy, false)
+	// A part's record copies a split target's state: a rule that creates missing targets
+	// creates it once its value is not zero, as a delta of it would.
+	create := f.Copy && f.Creator != nil && !value.NumberOf(state[f.Creator.Agg.Attribute]).IsZero()
+	ub, cond := counter.CopyWrite(x.set.Table.PartitionKey, copy, create)
+	if create {
+		ub = withExpiry(ub, x.set.Table, f.Creator, f.Target)
+	}
 	return r.writeCopy(f.Target, ub, cond)
 }
 
-// getState reads target's state item with one consistent GetItem (nil when there is none).
+// getState reads target's state with consistent GetItems (nil when there is none): its
+// state item, and the parts of a split target (added up, counter.Combine).
 func (r *run) getState(target plan.Key) (record.Item, error) {
-	return r.getItem("reading the state of "+target.PK+" "+target.SK, r.x.key(counter.StateKey(target)))
+	x := r.x
+	n := x.set.Split(target.PK, target.SK)
+	if n == 0 {
+		return r.getItem("reading the state of "+target.PK+" "+target.SK, x.key(counter.StateKey(target)))
+	}
+	keys := counter.StateKeys(target, n)
+	items := make([]record.Item, len(keys))
+	errs := make([]error, len(keys))
+	sem := make(chan struct{}, x.opt.Concurrency)
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			items[i], errs[i] = r.getItem("reading the state of "+k.PK+" "+k.SK, x.key(k))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return counter.Combine(x.set.Table, items), nil
 }
 
 func anyCreate(attrs []plan.AttrAmount) bool {
@@ -322,8 +361,14 @@ func (r *run) buildTransaction(events []plan.EventDeltas, ttl string) (items []t
 		if err != nil {
 			return nil, 0, err
 		}
+		at := counter.StateKey(k)
+		if n := x.set.Split(k.PK, k.SK); n > 0 {
+			// A split target takes the deltas in one of its parts, picked by the first
+			// event's source: its record then copies the state onto the target.
+			at = plan.PartKey(k, counter.PartOf(events[0].Source.PK+"\x00"+events[0].Source.SK, n))
+		}
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
-			TableName: aws.String(x.table), Key: x.key(counter.StateKey(k)),
+			TableName: aws.String(x.table), Key: x.key(at),
 			UpdateExpression: e.Update(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		}})
 	}
@@ -338,8 +383,8 @@ func (r *run) copyTargets(events []plan.EventDeltas) error {
 	sem := make(chan struct{}, r.x.opt.Concurrency)
 	var wg sync.WaitGroup
 	for i, k := range order {
-		if allZero(merged[k]) || plan.IsDistinctRef(k) {
-			continue
+		if allZero(merged[k]) || plan.IsDistinctRef(k) || r.x.set.Split(k.PK, k.SK) > 0 {
+			continue // a split target's copy comes with its part's record
 		}
 		sem <- struct{}{}
 		wg.Go(func() {

@@ -36,11 +36,14 @@ func StateKey(t plan.Key) plan.Key {
 	return plan.Key{PK: rules.StatePrefix + t.PK, SK: t.SK}
 }
 
-// TargetOf is the key of the target whose state item is at k, and false when k is not a
-// state item's key.
+// TargetOf is the key of the target whose state item or state part is at k, and false
+// when k is neither.
 func TargetOf(k plan.Key) (plan.Key, bool) {
 	if plan.IsDistinctRef(k) {
 		return k, true // its own state item (StateKey)
+	}
+	if t, ok := plan.PartTarget(k); ok {
+		return t, true // a part of its split state
 	}
 	pk, ok := strings.CutPrefix(k.PK, rules.StatePrefix)
 	return plan.Key{PK: pk, SK: k.SK}, ok

@@ -18,8 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/apply"
+	"github.com/denorm/denorm/internal/counter"
 	"github.com/denorm/denorm/internal/ddbtest"
 	"github.com/denorm/denorm/internal/handler"
+	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
 )
@@ -59,6 +61,10 @@ func newEnv(t *testing.T, opt apply.Options) *env { return newEnvRules(t, opt, t
 // transactionRules is testRules with the cross-partition count made exactly once by
 // per-event markers in transactions instead of relay items.
 var transactionRules = strings.Replace(testRules, "attribute: postCount}", "attribute: postCount, exactlyOnce: transaction}", 1)
+
+// splitRules is testRules with the cross-partition count's state split over 4 parts, as
+// for a hot target.
+var splitRules = strings.Replace(testRules, "attribute: postCount}", "attribute: postCount, split: 4}", 1)
 
 func newEnvRules(t *testing.T, opt apply.Options, text string) *env {
 	db, streams := ddbtest.Clients(t)
@@ -344,8 +350,13 @@ func (e *env) checkStates(truth map[string]map[string]int) {
 	e.t.Helper()
 	items := e.scan()
 	state := map[[2]string]map[string]types.AttributeValue{}
+	parts := map[[2]string][]record.Item{}
 	for _, it := range items {
 		pk, sk := s(it["pk"]), s(it["sk"])
+		if t, ok := plan.PartTarget(plan.Key{PK: pk, SK: sk}); ok {
+			parts[[2]string{t.PK, t.SK}] = append(parts[[2]string{t.PK, t.SK}], it)
+			continue
+		}
 		switch {
 		case strings.HasPrefix(pk, rules.StatePrefix):
 			state[[2]string{strings.TrimPrefix(pk, rules.StatePrefix), sk}] = it
@@ -354,6 +365,10 @@ func (e *env) checkStates(truth map[string]map[string]int) {
 		case !rules.IsReserved(pk) && rules.IsReserved(sk):
 			e.t.Errorf("reserved item %s %s in an application's partition", pk, sk)
 		}
+	}
+	// A split target's state is its state item's and its parts' added up.
+	for k, ps := range parts {
+		state[k] = counter.Combine(e.set.Table, append([]record.Item{state[k]}, ps...))
 	}
 	// The attributes of each target entity (by its sort key) and of no other item.
 	attrsOf := func(pk, sk string) []string {

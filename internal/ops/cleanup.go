@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/denorm/denorm/internal/apply"
+	"github.com/denorm/denorm/internal/counter"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/retry"
@@ -286,8 +287,7 @@ type removal struct {
 func (c *cleaner) plan(item record.Item) (out, kept []removal) {
 	spec := c.db.spec
 	k := itemKey(spec, item)
-	if strings.HasPrefix(k.PK, rules.StatePrefix) {
-		target := plan.Key{PK: strings.TrimPrefix(k.PK, rules.StatePrefix), SK: k.SK}
+	if target, ok := counter.TargetOf(k); ok && !plan.IsDistinctRef(k) { // a state item or a split state's part
 		for _, e := range c.cfg.Old.Entities {
 			if !keyMatches(e, target) {
 				continue

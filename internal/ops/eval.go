@@ -349,3 +349,14 @@ func sortedAttrs(m record.Item) []string {
 	sort.Strings(out)
 	return out
 }
+
+// split is how many parts target k's state is split over (rules.Set.Split), 0 for none.
+func (e *Evaluator) split(k plan.Key) int {
+	n := 0
+	for _, rs := range e.rules {
+		if rs.set != nil {
+			n = max(n, rs.set.Split(k.PK, k.SK))
+		}
+	}
+	return n
+}

@@ -35,6 +35,8 @@ type db struct {
 	table string
 	spec  table.Spec
 	lim   *limiter
+	// split is how many parts a count or sum target's state is split over (nil: none).
+	split func(plan.Key) int
 
 	mu       sync.Mutex
 	wcu, rcu float64

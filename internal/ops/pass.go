@@ -154,14 +154,15 @@ func (r *runner) segment(ctx context.Context, ri, p, s int, seg *segState, which
 	}
 }
 
-// observeStates keeps the version of each state item of a page, by its target's key.
+// observeStates keeps the version of each state item of a page, by its target's key: for a
+// split target, the sum of its state item's and parts' (counter.Combine).
 func (r *runner) observeStates(seg *segState, items []map[string]types.AttributeValue) {
 	spec := r.cfg.Eval.spec
 	seg.mu.Lock()
 	defer seg.mu.Unlock()
 	for _, it := range items {
 		if k, ok := counter.TargetOf(itemKey(spec, record.Item(it))); ok {
-			seg.vers[k] = counter.Version(it[rules.StateVersionAttr])
+			seg.vers[k] += counter.Version(it[rules.StateVersionAttr]) // a split target's are added up
 		}
 	}
 }

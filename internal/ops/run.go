@@ -118,7 +118,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rounds = ev.Levels()
 	}
 	r := &runner{cfg: cfg, start: time.Now(),
-		db:     &db{api: cfg.API, table: cfg.Table, spec: ev.spec, lim: newLimiter(cfg.MaxWCU)},
+		db:     &db{api: cfg.API, table: cfg.Table, spec: ev.spec, lim: newLimiter(cfg.MaxWCU), split: ev.split},
 		report: &Report{Scan: Scan{Table: cfg.Table, Mode: cfg.Mode}}}
 	r.st = newState(cfg.Table, cfg.RulesID, cfg.Segments, cfg.Repair, ev, rounds)
 	if cfg.Checkpoint != "" {
@@ -200,7 +200,7 @@ func (r *runner) run(ctx context.Context) error {
 			sv.read = map[plan.Key]uint64{}
 			for _, s := range rs.Passes[passStates] {
 				for k, v := range s.vers {
-					sv.read[k] = v
+					sv.read[k] += v // a split target's items can be in several segments
 				}
 			}
 			if err := r.settle(ctx, rs.Passes[passSources]); err != nil {

@@ -201,6 +201,7 @@ type EventDeltas struct {
 	Rec     int
 	EventID string
 	Seq     string
+	Source  Key // the item the event changed
 	Targets []TargetAmounts
 }
 
@@ -247,6 +248,9 @@ func Coalesce(recs []RecordPlan) *Batch {
 			b.Probes = append(b.Probes, ProbeGroup{Key: *rp.Probe, Rec: i})
 		}
 		for _, f := range rp.Refreshes {
+			if j, ok := refreshes[f.Target]; ok {
+				f = f.merge(b.Refreshes[j].Refresh)
+			}
 			upsert(refreshes, &b.Refreshes, f.Target, RefreshGroup{Refresh: f, Rec: i})
 		}
 		var ev *EventDeltas
@@ -276,7 +280,7 @@ func Coalesce(recs []RecordPlan) *Batch {
 				continue
 			}
 			if ev == nil {
-				b.Marked = append(b.Marked, EventDeltas{Rec: i, EventID: rp.EventID, Seq: rp.Seq})
+				b.Marked = append(b.Marked, EventDeltas{Rec: i, EventID: rp.EventID, Seq: rp.Seq, Source: Key{PK: rp.PK, SK: rp.SK}})
 				ev = &b.Marked[len(b.Marked)-1]
 			}
 			ev.add(d)

@@ -76,6 +76,29 @@ type Refresh struct {
 	Target Key
 	Attrs  []string // the aggregate attributes of the rules into the target
 	Seen   record.Item
+	// Copy is set when a part of the target's split state changed (its record): the copy
+	// is written whatever the target shows (nil Seen when the target wrote nothing), and
+	// Creator, when set, is the rule that creates a missing target.
+	Copy    bool
+	Creator *rules.CompiledRule
+}
+
+// merge is r, a later refresh of the same target in one batch, with what an earlier one,
+// e, asked for: a copy stays asked for, and the newest image the target showed is kept.
+func (r Refresh) merge(e Refresh) Refresh {
+	if e.Copy {
+		r.Copy = true
+		if r.Creator == nil {
+			r.Creator = e.Creator
+		}
+	}
+	if r.Seen == nil {
+		r.Seen = e.Seen
+	}
+	if r.Attrs == nil {
+		r.Attrs = e.Attrs
+	}
+	return r
 }
 
 // RecordPlan is what one stream record asks for.

@@ -51,6 +51,12 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 	if strings.HasPrefix(rp.PK, rules.RelayPrefix) {
 		return p.relayed(c, rp), nil
 	}
+	if t, ok := PartTarget(Key{PK: rp.PK, SK: rp.SK}); ok {
+		if c.New != nil { // a part's removal (its bucket expired) changes no copy
+			rp.Refreshes = []Refresh{p.partCopy(t)}
+		}
+		return rp, nil
+	}
 	if rules.IsReserved(pk.Value) || strings.HasPrefix(rp.SK, rules.RelayPrefix) {
 		// A relay item of the layout before state items (in its target's partition) carries
 		// nothing any more: `denorm cleanup --legacy` deletes it.

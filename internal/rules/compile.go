@@ -292,7 +292,7 @@ func compileRule(f *File, fr *Rule, byName map[string]*EntityType) (*CompiledRul
 			}
 		} else {
 			r.Watermark = len(f.Table.LocalIndexes) > 0 && r.Source.PK.String() == r.Target.PK.String()
-			if !r.Watermark && a.ExactlyOnce != ExactlyOnceTransaction && RelayAllowed(f.Table) {
+			if !r.Watermark && a.ExactlyOnce != ExactlyOnceTransaction && a.Split <= 1 && RelayAllowed(f.Table) {
 				r.Watermark, r.Relay = true, true
 			}
 		}
@@ -345,6 +345,41 @@ func (s *Set) Rule(name string) *CompiledRule {
 		}
 	}
 	return nil
+}
+
+// Split is how many state parts (StatePartPrefix) the target at pk, sk has besides its
+// state item: the largest split of the count and sum rules whose target the key is, 0 for
+// none. Every reader of the target's exact values adds them up.
+func (s *Set) Split(pk, sk string) int {
+	n := 0
+	for _, r := range s.compiled {
+		if r.Agg == nil || r.Agg.Split <= n || !r.Target.HasKey(s.Table, pk, sk) {
+			continue
+		}
+		n = r.Agg.Split
+	}
+	if n <= 1 {
+		return 0
+	}
+	return n
+}
+
+// HasKey reports whether pk, sk are the table keys of one of e's items.
+func (e *EntityType) HasKey(spec table.Spec, pk, sk string) bool {
+	for _, k := range e.Keys {
+		v := pk
+		switch k.Attr {
+		case spec.PartitionKey:
+		case spec.SortKey:
+			v = sk
+		default:
+			continue
+		}
+		if _, ok := k.T.Match(v, nil); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // RelayAllowed reports whether counts and sums into another partition can be relayed

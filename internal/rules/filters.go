@@ -16,7 +16,8 @@ const (
 // FilterPatterns returns the Lambda FilterCriteria patterns that let through exactly the
 // records that can trigger a rule: items of a rule's source entity, copy targets (which
 // pull their copy on insert), count and sum targets (whose copy of the state is put back
-// when the application changes it), relay items (which carry deltas to a target's state),
+// when the application changes it), relay items (which carry deltas to a target's state), state parts of a split target (whose
+// records copy it),
 // fan-out job items and probes (which the function answers). Other reserved items (state items, markers, registries) never
 // pass. It returns no patterns (no filtering) when some entity's partition key starts
 // with a variable, and fails when the patterns exceed the service's limits.
@@ -41,6 +42,9 @@ func (s *Set) FilterPatterns() ([]string, error) {
 		}
 		if r.Relay || r.Kind == KindDistinct { // a distinct's reference items are there too
 			prefixes[RelayPrefix] = true
+		}
+		if r.Agg != nil && r.Agg.Split > 1 { // a part's record copies the target
+			prefixes[StatePartPrefix] = true
 		}
 	}
 	pk := s.Table.PartitionKey

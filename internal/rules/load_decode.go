@@ -21,8 +21,8 @@ var (
 	ruleFields        = append([]string{"name"}, kindNames()...)
 	copyFields        = []string{"from", "to", "via", "set", "onSourceDelete"}
 	mirrorFields      = []string{"from", "to", "attributes"}
-	countFields       = []string{"of", "into", "attribute", "where", "onExpiry", "missingTarget", "ttl", "exactlyOnce"}
-	sumFields         = []string{"of", "into", "value", "attribute", "where", "onExpiry", "missingTarget", "ttl", "exactlyOnce"}
+	countFields       = []string{"of", "into", "attribute", "where", "onExpiry", "missingTarget", "ttl", "exactlyOnce", "split"}
+	sumFields         = []string{"of", "into", "value", "attribute", "where", "onExpiry", "missingTarget", "ttl", "exactlyOnce", "split"}
 	distinctFields    = []string{"of", "into", "value", "attribute", "where", "onExpiry", "missingTarget", "exactlyOnce"}
 	extremeFields     = []string{"of", "into", "value", "attribute", "where", "ttl"}
 	latestFields      = []string{"of", "into", "by", "set", "where", "ttl"}

@@ -146,6 +146,10 @@ func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 			d.problem(e.keyPos, ctx, "latest has no %s: it copies set: {target attribute: source attribute} from the source that is greatest by its by attribute; allowed: %s", e.key, strings.Join(allowed, ", "))
 			continue
 		}
+		if r.Kind.Extreme() && e.key == "split" {
+			d.problem(e.keyPos, ctx, "%s has no split: it keeps no state to spread over parts (a raise is one conditional write of the target, a recompute one query); allowed: %s", k, strings.Join(allowed, ", "))
+			continue
+		}
 		if r.Kind.Extreme() && slices.Contains(sumFields, e.key) && !slices.Contains(allowed, e.key) {
 			d.problem(e.keyPos, ctx, "%s has no %s: its writes are idempotent (it needs no exactly-once mode), a missing target is filled when it is inserted (a time bucket item is created by its first source), and a source removed by TTL leaves it like a deleted one; allowed: %s", k, e.key, strings.Join(allowed, ", "))
 			continue
@@ -208,6 +212,8 @@ func (d *yamlDecoder) decodeAgg(r *Rule, n *yaml.Node, ctx string) *Aggregate {
 			a.MissingTarget, _ = d.str(e.valNode, ctx, k+".missingTarget")
 		case "exactlyOnce":
 			a.ExactlyOnce, _ = d.str(e.valNode, ctx, k+".exactlyOnce")
+		case "split":
+			a.Split, _ = d.positiveInt(e.valNode, ctx, k+".split")
 		case "where":
 			for _, we := range d.entries(e.valNode, ctx, k+".where") {
 				r.Fields[k+".where."+we.key] = we.keyPos

@@ -187,6 +187,10 @@ type Aggregate struct {
 	// ExactlyOnce is how deltas into a target in another partition are made exactly once:
 	// relay or transaction ("" picks relay where the table allows it).
 	ExactlyOnce string
+	// Split, for a count or sum into a hot target (one fed faster than one item takes
+	// writes), is how many state parts its deltas are spread over (StatePartPrefix); 0 or 1
+	// for none. It implies ExactlyOnceTransaction.
+	Split int
 	// TTL, for a target whose key holds a time bucket ({createdAt:day}), is how long after
 	// the bucket ends the bucket item expires, as written ("90d", "36h"; "" for never).
 	// Denorm writes the expiry to the table's TTL attribute when it creates the item.
@@ -197,6 +201,8 @@ type Aggregate struct {
 // MaxTopBytes, a quarter of DynamoDB's 400 KB item limit, leaving the rest of the item to
 // the application and other rules.
 const (
+	// MaxSplit bounds a hot target's state parts: every copy reads them all.
+	MaxSplit = 64
 	MaxTopN           = 100
 	DefaultEntryBytes = 1024
 	MinEntryBytes     = 256

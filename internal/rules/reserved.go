@@ -15,6 +15,12 @@ const (
 	// exact values of every count and sum into the target, the watermarks that make them
 	// exactly once, and their version; the target shows a copy.
 	StatePrefix = ReservedPrefix + "#s#"
+	// StatePartPrefix starts the partition key of a part of a split target's state
+	// (Aggregate.Split): StatePartPrefix + the part's number + "#" + the target's partition
+	// key, with the target's sort key. A split rule's deltas go to one of the parts, each in
+	// a partition of its own, and the target's exact values are the state item's plus every
+	// part's; a part's stream record copies them onto the target.
+	StatePartPrefix = ReservedPrefix + "#h#"
 	// RelayPrefix starts the partition key of a relay item: RelayPrefix + the target's
 	// partition key; its sort key is a digest of the target's sort key and the source's key
 	// (plan.RelayKey). It holds one source's deltas to a target in another partition, and

@@ -58,6 +58,27 @@ func (v *validator) checkRules() {
 			rc.add(r.Pos, "kind %q does not match its sections: set exactly one of Copy, Mirror or Agg (count, sum, distinct, max, min, latest and top) to match Kind", r.Kind)
 		}
 	}
+	v.checkSplitTargets()
+}
+
+// checkSplitTargets refuses a distinct count into an entity whose state a split rule
+// spreads over parts: a distinct's reference items move the state item alone, and the
+// decisions of `denorm backfill` and repair read it alone.
+func (v *validator) checkSplitTargets() {
+	split := map[string]string{}
+	for i := range v.f.Rules {
+		if r := &v.f.Rules[i]; r.Agg != nil && r.Agg.Split > 1 {
+			split[r.Agg.Into] = r.Name
+		}
+	}
+	for i := range v.f.Rules {
+		r := &v.f.Rules[i]
+		if r.Kind != KindDistinct || r.Agg == nil || split[r.Agg.Into] == "" {
+			continue
+		}
+		rc := ruleCheck{v: v, r: r, i: i, ctx: ruleCtx(r, i)}
+		rc.add(rc.pos("distinct.into", "distinct"), "distinct cannot count into %s: rule %s splits its state over parts, which a distinct's reference items do not move; count the distinct values into another entity, or remove split from %s", r.Agg.Into, split[r.Agg.Into], split[r.Agg.Into])
+	}
 }
 
 // entity resolves an entity name a rule refers to; field is the YAML path for positions.
@@ -361,6 +382,7 @@ func (rc ruleCheck) checkAgg(a *Aggregate) {
 	if of == nil || into == nil || of.broken() || into.broken() {
 		return
 	}
+	rc.checkSplit(k, a, of, into)
 	if rc.r.Kind.Extreme() {
 		rc.checkExtreme(a, of, into)
 	}
@@ -400,4 +422,23 @@ func indexNames(f *File) []string {
 		out = append(out, g.Name)
 	}
 	return out
+}
+
+// checkSplit checks a hot target's split: at most MaxSplit parts, in transaction mode (any
+// batch may add to any part: no part needs its records in one order), for a target fed from
+// other partitions (one in its sources' partition takes no more writes than they do).
+func (rc ruleCheck) checkSplit(k string, a *Aggregate, of, into *entityInfo) {
+	if a.Split <= 1 {
+		return
+	}
+	pk := rc.v.f.Table.PartitionKey
+	at := rc.pos(k+".split", k)
+	switch {
+	case a.Split > MaxSplit:
+		rc.add(at, "split %d is more than %d parts: every copy of the target reads them all; %d parts take about %d writes a second", a.Split, MaxSplit, MaxSplit, MaxSplit*500)
+	case a.ExactlyOnce == ExactlyOnceRelay:
+		rc.add(at, "split needs exactlyOnce: transaction (every relay item of a target shares one partition, which would stay as hot as the target); remove exactlyOnce: relay")
+	case into.tmpl[pk] != nil && of.tmpl[pk] != nil && into.tmpl[pk].String() == of.tmpl[pk].String():
+		rc.add(at, "split is for a target fed from many partitions: %s shares its partition with its %s sources, which take no more writes than it does; remove split", into.e.Name, of.e.Name)
+	}
 }

@@ -1,0 +1,46 @@
+package plan
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/denorm/denorm/internal/rules"
+)
+
+// PartKey is the key of part i of target t's split state (rules.StatePartPrefix).
+func PartKey(t Key, i int) Key {
+	return Key{PK: rules.StatePartPrefix + strconv.Itoa(i) + "#" + t.PK, SK: t.SK}
+}
+
+// PartTarget is the key of the target whose state part is at k, and false when k is not a
+// part's key.
+func PartTarget(k Key) (Key, bool) {
+	rest, ok := strings.CutPrefix(k.PK, rules.StatePartPrefix)
+	if !ok {
+		return Key{}, false
+	}
+	n, pk, ok := strings.Cut(rest, "#")
+	if _, err := strconv.Atoi(n); !ok || err != nil {
+		return Key{}, false
+	}
+	return Key{PK: pk, SK: k.SK}, true
+}
+
+// partCopy is the refresh a record of a state part of target t asks for: the copy of the
+// target's state, added up over its parts, whatever the target shows. Its attributes are
+// those of every count and sum into t, and a rule among them that creates missing targets
+// creates it.
+func (p *Planner) partCopy(t Key) Refresh {
+	f := Refresh{Target: t, Copy: true}
+	s := p.set
+	for _, r := range s.Compiled() {
+		if r.Agg == nil || r.Kind.Extreme() || r.Kind == rules.KindDistinct || !r.Target.HasKey(s.Table, t.PK, t.SK) {
+			continue
+		}
+		f.Attrs = append(f.Attrs, r.Agg.Attribute)
+		if f.Creator == nil && r.Agg.MissingTarget == rules.MissingCreate {
+			f.Creator = r
+		}
+	}
+	return f
+}
