@@ -202,7 +202,7 @@ type Aggregate struct {
 // the application and other rules.
 const (
 	// MaxSplit bounds a hot target's state parts: every copy reads them all.
-	MaxSplit = 64
+	MaxSplit          = 64
 	MaxTopN           = 100
 	DefaultEntryBytes = 1024
 	MinEntryBytes     = 256
