@@ -31,7 +31,12 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		fmt.Fprintln(w, "  no image (a REMOVE without OldImage: the item was already gone): nothing to apply, counted as RecordsWithoutImage")
 		return
 	}
-	if strings.HasPrefix(p.PK, rules.RelayPrefix) && strings.HasPrefix(p.SK, rules.DistinctRefPrefix) {
+	if t, ok := PartTarget(Key{PK: p.PK, SK: p.SK}); ok {
+		if len(p.Refreshes) == 0 {
+			fmt.Fprintf(w, "  a part of the split state of %s was removed (its bucket expired): the copy does not change\n", t)
+			return
+		}
+	} else if strings.HasPrefix(p.PK, rules.RelayPrefix) && strings.HasPrefix(p.SK, rules.DistinctRefPrefix) {
 		if len(p.Deltas) == 0 {
 			fmt.Fprintln(w, "  distinct reference item: the number of sources holding its value stayed above zero, or at zero: the distinct count does not move")
 			return
@@ -43,7 +48,7 @@ func (p *RecordPlan) Describe(w io.Writer) {
 			return
 		}
 		fmt.Fprintln(w, "  relay item: carries a source's deltas to its target's state")
-	} else if p.Entity == "" {
+	} else if p.Entity == "" && len(p.Refreshes) == 0 {
 		fmt.Fprintln(w, "  matches no entity: no rule fires")
 		return
 	}
@@ -76,7 +81,9 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		case rules.RelayWatermarkAttr:
 			mode = "exactly once by the state item's relay watermark, one conditional UpdateItem; then the copy"
 		default:
-			if d.Rule.Relay {
+			if n := d.Rule.Agg.Split; n > 1 {
+				mode = fmt.Sprintf("exactly once by event marker: the marker and an ADD to one of the target's %d state parts in one transaction; the part's record copies their sum", n)
+			} else if d.Rule.Relay {
 				mode = "relayed: one UpdateItem of this source's relay item, guarded by the source's sequence number; the relay item's record adds it to the target's state under its relay watermark"
 			}
 		}
@@ -90,7 +97,11 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		fmt.Fprintf(w, "  %s: ADD %s %s on %s (%s)\n", d.Rule.Name, d.Rule.Agg.Attribute, signed(d.Amount), d.Target, mode)
 	}
 	for _, f := range p.Refreshes {
-		fmt.Fprintf(w, "  %s is a count, sum or distinct target the application wrote: read its state item (one consistent GetItem) and put back the copy if it differs, on condition that %s is not above the state's version\n", f.Target, rules.CopyVersionAttr)
+		if f.Copy {
+			fmt.Fprintf(w, "  a part of the split state of %s: read the state item and every part (consistent GetItems), and copy their sum onto the target on condition that %s is not above the sum of their versions\n", f.Target, rules.CopyVersionAttr)
+			continue
+		}
+		fmt.Fprintf(w, "  %s is a count, sum or distinct target the application wrote: read its state item (one consistent GetItem; and each part of a split state) and put back the copy if it differs, on condition that %s is not above the state's version\n", f.Target, rules.CopyVersionAttr)
 	}
 	for _, wr := range p.Writes {
 		switch {

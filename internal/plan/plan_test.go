@@ -63,7 +63,11 @@ func describe(t testing.TB, set *rules.Set, event []byte) string {
 		}
 	}
 	for _, f := range b.Refreshes {
-		fmt.Fprintf(&buf, "  refresh %s: %s\n", f.Target, strings.Join(f.Attrs, ", "))
+		copy := ""
+		if f.Copy {
+			copy = " (copy whatever the target shows)"
+		}
+		fmt.Fprintf(&buf, "  refresh %s: %s%s\n", f.Target, strings.Join(f.Attrs, ", "), copy)
 	}
 	for _, g := range b.Relays {
 		amounts, lo, hi := g.After("")
