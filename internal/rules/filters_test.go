@@ -30,3 +30,34 @@ rules:
 		t.Errorf("FilterPatterns = %q\nwant %q", got, want)
 	}
 }
+
+// A split count's parts reach the function (their records copy the target) and its
+// relay items do not exist (split runs in transaction mode); state items never pass.
+func TestFilterPatternsLetSplitPartsThrough(t *testing.T) {
+	set, err := ParseSet("t.yaml", []byte(`version: 1
+table: {partitionKey: pk, sortKey: sk, localIndexes: [{name: lsi1, sortKey: lsi1sk}]}
+entities:
+  Stats: {pk: "STATS#{scope}", sk: STATS, attributes: [postCount]}
+  Post: {pk: "POST#{postId}", sk: POST, attributes: [scope]}
+rules:
+  - name: global-post-count
+    count: {of: Post, into: Stats, attribute: postCount, split: 8}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := set.Split("STATS#global", "STATS"); n != 8 {
+		t.Errorf("Split(STATS#global) = %d, want 8", n)
+	}
+	if n := set.Split("POST#p1", "POST"); n != 0 {
+		t.Errorf("Split(POST#p1) = %d, want 0", n)
+	}
+	got, err := set.FilterPatterns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"POST#"},{"prefix":"STATS#"},{"prefix":"_dn#h#"},{"prefix":"_dn#job#"},{"prefix":"_dn#probe#"}]}}}}`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("FilterPatterns = %q\nwant %q", got, want)
+	}
+}
