@@ -18,7 +18,7 @@ import (
 // writes a membership again with PutItem drops its copied groupName; the hand-written handler
 // pulls it again from the group (the full-size social-mix benchmark drifted here before).
 func TestBaselineRefillsAReplacedCopy(t *testing.T) {
-	f, _, err := ruleSubset("../../rules/social.yaml", []string{"membership-group-name"}, false)
+	f, _, err := ruleSubset("../../rules/social.yaml", []string{"membership-group-name"}, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

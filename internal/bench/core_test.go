@@ -18,7 +18,7 @@ import (
 // rules/social.yaml, and coalesce the batch. The records are those the workloads' writes
 // produce (comment-storm: comment inserts; social-mix: the whole social example's mix).
 func BenchmarkCore(b *testing.B) {
-	_, set, err := ruleSubset("../../rules/social.yaml", nil, false)
+	_, set, err := ruleSubset("../../rules/social.yaml", nil, false, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

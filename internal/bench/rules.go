@@ -14,8 +14,9 @@ import (
 // With perItem (a workload above ParallelizationFactor 1, where Lambda keeps the records
 // of each item in order but not those of a partition) counts and sums are guarded by
 // transaction: relay and watermark mode need a partition's records in one order. A rule
-// that would still be in watermark mode is refused.
-func ruleSubset(path string, names []string, perItem bool) (*rules.File, *rules.Set, error) {
+// that would still be in watermark mode is refused. split, when above 0, replaces the
+// split of every count and sum (1: none).
+func ruleSubset(path string, names []string, perItem bool, split int) (*rules.File, *rules.Set, error) {
 	f, err := rules.Load(path)
 	if err != nil {
 		return nil, nil, err
@@ -33,13 +34,18 @@ func ruleSubset(path string, names []string, perItem bool) (*rules.File, *rules.
 		}
 		f = &g
 	}
-	if perItem {
+	if perItem || split > 0 {
 		g := *f
 		g.Rules = slices.Clone(f.Rules)
 		for i, r := range g.Rules {
 			if r.Agg != nil && (r.Kind == rules.KindCount || r.Kind == rules.KindSum) {
 				agg := *r.Agg
-				agg.ExactlyOnce = rules.ExactlyOnceTransaction
+				if perItem {
+					agg.ExactlyOnce = rules.ExactlyOnceTransaction
+				}
+				if split > 0 {
+					agg.Split = split
+				}
 				g.Rules[i].Agg = &agg
 			}
 		}

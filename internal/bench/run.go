@@ -141,7 +141,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(chosen) == 0 {
 		return nil, fmt.Errorf("no workload named %s (have %s)", strings.Join(cfg.Workloads, ", "), names(all))
 	}
-	_, set, err := ruleSubset(cfg.RulesPath, nil, false)
+	_, set, err := ruleSubset(cfg.RulesPath, nil, false, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func (r *runner) withEmulator(ctx context.Context, set *rules.Set, fn func(*dyna
 }
 
 func (r *runner) workload(ctx context.Context, w Workload) (*WorkloadResult, error) {
-	f, set, err := ruleSubset(r.cfg.RulesPath, w.Rules, w.ParallelizationFactor > 1)
+	f, set, err := ruleSubset(r.cfg.RulesPath, w.Rules, w.ParallelizationFactor > 1, w.Split)
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,9 @@ type Workload struct {
 	// NoBaseline: the hand-written baseline does not implement the workload's rule, so
 	// Denorm runs alone and the figures against the baseline and the floor are left out.
 	NoBaseline bool
+	// Split overrides the split of the workload's counts and sums (rules.Aggregate.Split):
+	// 1 for none, 0 for the rules file's.
+	Split int
 }
 
 // Size scales the workloads.
@@ -121,7 +124,7 @@ var Tiny = Size{
 func Workloads(seed uint64, sz Size) []Workload {
 	return []Workload{
 		commentStorm(seed, sz), postsPerUser(seed, sz), membershipChurn(seed, sz), rename(sz), socialMix(seed, sz),
-		hotTarget(seed, sz),
+		hotTarget(seed, sz, false), hotTarget(seed, sz, true),
 		dailyBuckets(seed, sz),
 		latestN(seed, sz),
 		largeFiles(seed, sz), distinctRoles(seed, sz), dailyTopFiles(seed, sz),
@@ -345,18 +348,25 @@ func socialMix(seed uint64, sz Size) Workload {
 const hotTargetFactor = 4
 
 // hotTarget: posts created (90 %) and deleted (10 %) in as many partitions as there are
-// posts, every one counted into the single STATS#global item (global-post-count), with
-// ParallelizationFactor 4 for both systems: several batches write into the one target at
-// once. Above factor 1 Lambda keeps each item's records in order, not a partition's, so
-// Denorm runs the rule in transaction mode (ruleSubset): relay mode's watermark over the
-// relay partition would skip a relay record another lane applied out of order.
-func hotTarget(seed uint64, sz Size) Workload {
+// posts, every one counted into the single STATS#global item (global-post-count, its
+// state split over 4 parts in rules/social.yaml), with ParallelizationFactor 4 for both
+// systems: several batches write into the one target at once. Above factor 1 Lambda keeps
+// each item's records in order, not a partition's, so Denorm runs the rule in transaction
+// mode (ruleSubset), as split does anyway: relay mode's watermark over the relay partition
+// would skip a relay record another lane applied out of order. unsplit is the same
+// workload with the rule's state in its one state item (hot-target-unsplit), Denorm alone:
+// what the split changes, in the same run.
+func hotTarget(seed uint64, sz Size, unsplit bool) Workload {
 	g := newGen(seed, 6)
 	w := Workload{Name: "hot-target", Rules: []string{"global-post-count"}, LiveRate: sz.HotRate,
 		ParallelizationFactor: hotTargetFactor,
 		Description: fmt.Sprintf("%d post creates/deletes in as many partitions, all counted into one STATS#global item; ParallelizationFactor %d",
 			sz.HotPosts, hotTargetFactor),
 		Targets: []Target{TargetHot}}
+	if unsplit {
+		w.Name, w.Split, w.NoBaseline = "hot-target-unsplit", 1, true
+		w.Description += "; the count's state unsplit, in its one state item"
+	}
 	w.Setup = append(w.Setup, put("pk", "STATS#global", "sk", "STATS"))
 	var live []int
 	posts := 0
