@@ -247,3 +247,43 @@ func whereChanges(t *testing.T, base string, cases map[string]bool) {
 		}
 	}
 }
+
+// Raising a count's split needs nothing; lowering it, or removing it, leaves parts unread,
+// which a repair mends. A rule's digest (the decisions of backfills) does not change when
+// split is absent or 1.
+func TestSplitChange(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, split string) string {
+		path := filepath.Join(dir, name)
+		text := "version: 1\nentities:\n" +
+			"  Stats: {pk: \"STATS#{scope}\", sk: STATS, attributes: [posts]}\n" +
+			"  Post: {pk: \"POST#{postId}\", sk: POST, attributes: [scope]}\n" +
+			"rules:\n  - {name: global-posts, count: {of: Post, into: Stats, attribute: posts" + split + "}}\n"
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, tc := range []struct {
+		from, to string
+		backfill bool
+		note     string
+	}{
+		{"", ", split: 4", false, "split 1 -> 4 spreads new deltas over more parts"},
+		{", split: 4", ", split: 8", false, "split 4 -> 8 spreads new deltas"},
+		{", split: 8", ", split: 4", true, "split 8 -> 4: what parts 4 to 7 hold is no longer read; run denorm verify --repair --only global-posts"},
+		{", split: 4", "", true, "split 4 -> 1: what parts 0 to 3 hold is no longer read"},
+		{"", ", split: 1", false, ""},
+	} {
+		d := compare(t, write("old.yaml", tc.from), write("new.yaml", tc.to))
+		r := d.Rules[0]
+		if r.Backfill != tc.backfill || !strings.Contains(r.Why, tc.note) {
+			t.Errorf("%q -> %q: backfill %v, why %q; want backfill %v, a why with %q", tc.from, tc.to, r.Backfill, r.Why, tc.backfill, tc.note)
+		}
+	}
+	a, _ := rules.ParseSet("a.yaml", []byte("version: 1\nentities:\n  Stats: {pk: \"STATS#{scope}\", sk: STATS, attributes: [posts]}\n  Post: {pk: \"POST#{postId}\", sk: POST, attributes: [scope]}\nrules:\n  - {name: global-posts, count: {of: Post, into: Stats, attribute: posts, exactlyOnce: transaction}}\n"))
+	b, _ := rules.ParseSet("b.yaml", []byte("version: 1\nentities:\n  Stats: {pk: \"STATS#{scope}\", sk: STATS, attributes: [posts]}\n  Post: {pk: \"POST#{postId}\", sk: POST, attributes: [scope]}\nrules:\n  - {name: global-posts, count: {of: Post, into: Stats, attribute: posts, exactlyOnce: transaction, split: 1}}\n"))
+	if da, db := rulesdiff.Digest(a.Compiled()[0]), rulesdiff.Digest(b.Compiled()[0]); da != db {
+		t.Errorf("digest without split %s, with split: 1 %s: want the same", da, db)
+	}
+}

@@ -36,6 +36,7 @@ func fields(r *rules.CompiledRule) []field {
 			field{"onExpiry", orDefault(a.OnExpiry, rules.OnExpiryRemove)},
 			field{"missingTarget", orDefault(a.MissingTarget, rules.MissingSkip)},
 			field{"exactlyOnce", exactlyOnce(r)},
+			field{"split", fmt.Sprint(max(1, a.Split))},
 			field{"ttl", ttl(r)})
 	case rules.KindDistinct:
 		a := r.Agg
@@ -314,6 +315,17 @@ func changes(o, n *rules.CompiledRule) ([]string, bool, string) {
 			quiet = append(quiet, "ttl "+nf[i].val+" is written to bucket items created from now on (and to those without a TTL by their next delta); items keep the TTL they have, and buckets older than the ttl are no longer updated")
 		case "exactlyOnce":
 			quiet = append(quiet, "exactlyOnce "+of[i].val+" -> "+nf[i].val+" changes how deltas are guarded, not what they are; a batch that fails before the deploy and is retried after it can count its records again under the new guard: run denorm verify --only "+n.Name+" once the stream has drained")
+		case "split":
+			was, now := max(1, o.Agg.Split), max(1, n.Agg.Split)
+			if now > was {
+				quiet = append(quiet, fmt.Sprintf("split %d -> %d spreads new deltas over more parts; what the parts hold stays counted", was, now))
+			} else {
+				from := now
+				if now == 1 {
+					from = 0 // no parts at all: the state item alone is read
+				}
+				backfill = append(backfill, fmt.Sprintf("split %d -> %d: what parts %d to %d hold is no longer read; run denorm verify --repair --only %s once the stream has drained", was, now, from, was-1, n.Name))
+			}
 		case "missingTarget":
 			if nf[i].val == rules.MissingSkip {
 				quiet = append(quiet, "missingTarget skip creates no more targets; those created stay")
@@ -391,6 +403,9 @@ func Digest(r *rules.CompiledRule) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00", r.Name, r.Kind)
 	for _, f := range fields(r) {
+		if f.name == "split" && f.val == "1" {
+			continue // as before split existed: the decisions of backfills before it still hold
+		}
 		fmt.Fprintf(h, "%s=%s\x00", f.name, f.val)
 	}
 	for _, e := range []*rules.EntityType{r.Source, r.Target} {
