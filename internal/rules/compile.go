@@ -23,6 +23,7 @@ type Set struct {
 	bySource     map[*EntityType][]*CompiledRule
 	byTarget     map[*EntityType][]*CompiledRule
 	compiled     []*CompiledRule
+	split        []*CompiledRule // the count and sum rules whose state is split (Split)
 }
 
 // EntityType is a compiled entity: its key templates and how it is recognised.
@@ -112,6 +113,9 @@ func Compile(f *File) (*Set, error) {
 			return nil, err
 		}
 		s.compiled = append(s.compiled, r)
+		if r.Agg != nil && r.Agg.Split > 1 {
+			s.split = append(s.split, r)
+		}
 		s.bySource[r.Source] = append(s.bySource[r.Source], r)
 		s.byTarget[r.Target] = append(s.byTarget[r.Target], r)
 	}
@@ -352,8 +356,8 @@ func (s *Set) Rule(name string) *CompiledRule {
 // none. Every reader of the target's exact values adds them up.
 func (s *Set) Split(pk, sk string) int {
 	n := 0
-	for _, r := range s.compiled {
-		if r.Agg == nil || r.Agg.Split <= n || !r.Target.HasKey(s.Table, pk, sk) {
+	for _, r := range s.split {
+		if r.Agg.Split <= n || !r.Target.HasKey(s.Table, pk, sk) {
 			continue
 		}
 		n = r.Agg.Split
