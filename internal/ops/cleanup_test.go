@@ -70,6 +70,8 @@ func TestCleanup(t *testing.T) {
 		opstest.StateOf(u1, 5, []string{"commentCount", "postCount"}, rules.RelayWatermarkAttr, n(960)),
 		// The state of a post that does not exist (deleted, or not written yet).
 		{"pk": s(rules.StatePrefix + "POST#p9"), "sk": s("METADATA"), "commentCount": n(3), rules.WatermarkAttr: n(950), rules.StateVersionAttr: n(4)},
+		// A part of p1's state, left by a split.
+		{"pk": s(rules.StatePartPrefix + "2#POST#p1"), "sk": s("METADATA"), "commentCount": n(1), rules.StateVersionAttr: n(1)},
 		{"pk": s("_dn#ver#comment-author#USER#u1#PROFILE"), "sk": s("_dn#ver#"), "v": n(7)},
 		{"pk": s("_dn#job#comment-author#USER#u1#PROFILE"), "sk": s("_dn#job#"), "v": n(7)},
 		{"pk": s("_dn#ver#membership-group-name#GROUP#g1#METADATA"), "sk": s("_dn#ver#"), "v": n(3)},
@@ -113,15 +115,16 @@ func TestCleanup(t *testing.T) {
 		}
 		return m
 	}
-	// post-comment-count: p1 (commentCount, _dn_cv) and the state items of p1 and p9 (commentCount).
+	// post-comment-count: p1 (commentCount, _dn_cv), the state items of p1 and p9 and the
+	// state part of p1 (commentCount).
 	want := map[string]ops.CleanupStats{
 		"comment-author":     {Rule: "comment-author", Entity: "Comment", Items: 2, Cleaned: 2, Attributes: 5, Deleted: 2},
-		"post-comment-count": {Rule: "post-comment-count", Entity: "Post", Items: 3, Cleaned: 3, Attributes: 4},
+		"post-comment-count": {Rule: "post-comment-count", Entity: "Post", Items: 4, Cleaned: 4, Attributes: 5},
 	}
 	before, _ := opstest.Scan(ctx, fx.db, fx.table)
 	dry := run(true)
-	if got := stats(dry); !equalStats(got, want) || dry.Writes != 0 || dry.Left != 7 {
-		t.Errorf("dry run: %+v, %d writes, %d left; want %+v, no writes, 7 left (5 items, 2 reserved items)", got, dry.Writes, dry.Left, want)
+	if got := stats(dry); !equalStats(got, want) || dry.Writes != 0 || dry.Left != 8 {
+		t.Errorf("dry run: %+v, %d writes, %d left; want %+v, no writes, 8 left (6 items, 2 reserved items)", got, dry.Writes, dry.Left, want)
 	}
 	if after, _ := opstest.Scan(ctx, fx.db, fx.table); len(after) != len(before) {
 		t.Errorf("the dry run changed the table")
@@ -156,6 +159,10 @@ func TestCleanup(t *testing.T) {
 		case pk == rules.StatePrefix+"POST#p1", pk == rules.StatePrefix+"POST#p9":
 			if all != "_dn_v,_dn_wm,pk,sk" {
 				t.Errorf("the state item of %s %s has %s, want its counter gone", pk, sk, all)
+			}
+		case pk == rules.StatePartPrefix+"2#POST#p1":
+			if all != "_dn_v,pk,sk" {
+				t.Errorf("the state part %s %s has %s, want its counter gone", pk, sk, all)
 			}
 		case pk == "USER#u1":
 			if all != "_dn_cv,commentCount,name,pk,postCount,sk" {

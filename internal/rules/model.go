@@ -201,8 +201,9 @@ type Aggregate struct {
 // MaxTopBytes, a quarter of DynamoDB's 400 KB item limit, leaving the rest of the item to
 // the application and other rules.
 const (
-	// MaxSplit bounds a hot target's state parts: every copy reads them all.
-	MaxSplit          = 64
+	// MaxSplit bounds a hot target's state parts: every copy reads them all, and the copies
+	// onto the target come from as many lanes at once as there are parts.
+	MaxSplit          = 8
 	MaxTopN           = 100
 	DefaultEntryBytes = 1024
 	MinEntryBytes     = 256

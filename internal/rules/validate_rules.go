@@ -435,7 +435,7 @@ func (rc ruleCheck) checkSplit(k string, a *Aggregate, of, into *entityInfo) {
 	at := rc.pos(k+".split", k)
 	switch {
 	case a.Split > MaxSplit:
-		rc.add(at, "split %d is more than %d parts: every copy of the target reads them all; %d parts take about %d writes a second", a.Split, MaxSplit, MaxSplit, MaxSplit*500)
+		rc.add(at, "split %d is more than %d parts: each part's records copy the target, so more parts would bring the copies near one item's write limit; %d parts take some %d transactions a second", a.Split, MaxSplit, MaxSplit, MaxSplit*500)
 	case a.ExactlyOnce == ExactlyOnceRelay:
 		rc.add(at, "split needs exactlyOnce: transaction (every relay item of a target shares one partition, which would stay as hot as the target); remove exactlyOnce: relay")
 	case into.tmpl[pk] != nil && of.tmpl[pk] != nil && into.tmpl[pk].String() == of.tmpl[pk].String():
