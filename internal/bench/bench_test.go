@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/denorm/denorm/internal/ddbtest"
+	"github.com/denorm/denorm/internal/rules"
 )
 
 // TestSmoke runs the comment storm at a tiny size through both systems on DynamoDB Local
@@ -64,13 +65,14 @@ func TestSmoke(t *testing.T) {
 	}
 }
 
-// TestHotTargetSmoke runs the hot target at a tiny size: both systems feed the one global
-// counter from concurrent lanes, exactly once holds, and the report gives WCU per delta.
+// TestHotTargetSmoke runs the hot target at a tiny size, split and unsplit: both systems
+// feed the one global counter from concurrent lanes, exactly once holds, the report gives
+// WCU per delta, and the split takes the state item off the top of the most written items.
 func TestHotTargetSmoke(t *testing.T) {
 	ep := ddbtest.Endpoint(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rep, err := Run(ctx, Config{Endpoint: ep, RulesPath: "../../rules/social.yaml", Workloads: []string{"hot-target"},
+	rep, err := Run(ctx, Config{Endpoint: ep, RulesPath: "../../rules/social.yaml", Workloads: []string{"hot-target", "hot-target-unsplit"},
 		Reps: 1, Size: Tiny, Ceiling: -1, WarmUp: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +95,14 @@ func TestHotTargetSmoke(t *testing.T) {
 	}
 	if !strings.Contains(md.String(), "| hot-target | 4 | 40 |") {
 		t.Errorf("markdown lacks the WCU per delta row:\n%s", md.String())
+	}
+	split, unsplit := w.Denorm, rep.Workloads[1].Denorm
+	t.Logf("most written: split %s (%.0f WCU), unsplit %s (%.0f WCU)", split.HotItem, split.HotItemWCU, unsplit.HotItem, unsplit.HotItemWCU)
+	if unsplit.HotItem != rules.StatePrefix+"STATS#global STATS" {
+		t.Errorf("unsplit, the most written item is %s, want the state item", unsplit.HotItem)
+	}
+	if strings.HasPrefix(split.HotItem, rules.StatePrefix) || split.HotItemWCU >= unsplit.HotItemWCU {
+		t.Errorf("split, the most written item is %s with %.0f WCU; want no state item, and less than the unsplit %.0f", split.HotItem, split.HotItemWCU, unsplit.HotItemWCU)
 	}
 }
 

@@ -42,11 +42,14 @@ type Usage struct {
 	// (apply.IsConflict): what many writers of one hot item run into on DynamoDB.
 	Conflicts int `json:"conflicts"`
 	Errors    int `json:"errors"`
-	// HotItem is the item the most write requests touched (partition and sort key, a
-	// transaction counting once for each of its items), and HotItemWrites how many: the
-	// figure one item's ~1,000 WCU/s limit applies to.
-	HotItem       string `json:"hotItem,omitempty"`
-	HotItemWrites int    `json:"hotItemWrites,omitempty"`
+	// HotItem is the item that took the most write units (partition and sort key), the
+	// figure one item's ~1,000 WCU/s limit applies to: HotItemWCU of them (2 for each
+	// transaction it was in, the reported units of each single write, 1 for each refused
+	// one), in HotItemWrites write requests (a transaction counting once for each of its
+	// items).
+	HotItem       string  `json:"hotItem,omitempty"`
+	HotItemWrites int     `json:"hotItemWrites,omitempty"`
+	HotItemWCU    float64 `json:"hotItemWcu,omitempty"`
 }
 
 // meteredAPI wraps a DynamoDB client and adds up Usage. It can also note when each item was
@@ -60,14 +63,16 @@ type meteredAPI struct {
 	// cost is the WCU of the last successful single-item write of each item: the price of
 	// one write to it, which the floor uses.
 	cost map[[2]string]float64
-	// perItem counts the write requests that touched each item since the last take.
-	perItem map[[2]string]int
+	// perItem counts the write requests that touched each item since the last take, and
+	// perItemWCU their write units.
+	perItem    map[[2]string]int
+	perItemWCU map[[2]string]float64
 	pk      string
 	sk      string
 }
 
 func newMeteredAPI(api API, pk, sk string) *meteredAPI {
-	return &meteredAPI{api: api, pk: pk, sk: sk, cost: map[[2]string]float64{}, perItem: map[[2]string]int{}}
+	return &meteredAPI{api: api, pk: pk, sk: sk, cost: map[[2]string]float64{}, perItem: map[[2]string]int{}, perItemWCU: map[[2]string]float64{}}
 }
 
 // writeCost returns the WCU of one write to the item (1 if it was never written alone).
@@ -85,12 +90,12 @@ func (m *meteredAPI) take() Usage {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	u := m.u
-	for k, n := range m.perItem {
-		if n > u.HotItemWrites || n == u.HotItemWrites && k[0]+" "+k[1] < u.HotItem {
-			u.HotItem, u.HotItemWrites = k[0]+" "+k[1], n
+	for k, w := range m.perItemWCU {
+		if w > u.HotItemWCU || w == u.HotItemWCU && k[0]+" "+k[1] < u.HotItem {
+			u.HotItem, u.HotItemWCU, u.HotItemWrites = k[0]+" "+k[1], w, m.perItem[k]
 		}
 	}
-	m.u, m.perItem = Usage{}, map[[2]string]int{}
+	m.u, m.perItem, m.perItemWCU = Usage{}, map[[2]string]int{}, map[[2]string]float64{}
 	return u
 }
 
@@ -133,6 +138,7 @@ func (m *meteredAPI) write(cc *types.ConsumedCapacity, err error, key map[string
 			m.u.ReportedWCU += *cc.CapacityUnits
 			if key != nil {
 				m.cost[m.keyOf(key)] = *cc.CapacityUnits
+				m.perItemWCU[m.keyOf(key)] += *cc.CapacityUnits
 			}
 		}
 		if m.track != nil && key != nil {
@@ -142,6 +148,9 @@ func (m *meteredAPI) write(cc *types.ConsumedCapacity, err error, key map[string
 		m.u.CondFailed++
 		m.u.WCU++
 		m.u.ReportedWCU++
+		if key != nil {
+			m.perItemWCU[m.keyOf(key)]++
+		}
 	case retry.Conflict(err):
 		m.u.Conflicts++
 	default:
@@ -222,16 +231,7 @@ func (m *meteredAPI) TransactWriteItems(ctx context.Context, in *dynamodb.Transa
 	m.u.Transactions++
 	m.u.ItemWrites += len(in.TransactItems)
 	for _, ti := range in.TransactItems {
-		switch {
-		case ti.Put != nil:
-			m.perItem[m.keyOf(ti.Put.Item)]++
-		case ti.Update != nil:
-			m.perItem[m.keyOf(ti.Update.Key)]++
-		case ti.Delete != nil:
-			m.perItem[m.keyOf(ti.Delete.Key)]++
-		case ti.ConditionCheck != nil:
-			m.perItem[m.keyOf(ti.ConditionCheck.Key)]++
-		}
+		m.perItem[m.keyOf(txKey(ti))]++
 	}
 	if err != nil {
 		var tc *types.TransactionCanceledException
@@ -246,6 +246,9 @@ func (m *meteredAPI) TransactWriteItems(ctx context.Context, in *dynamodb.Transa
 	}
 	// Items of up to 1 KB (markers and counter targets are tens of bytes): 2 WCU each.
 	m.u.WCU += 2 * float64(len(in.TransactItems))
+	for _, ti := range in.TransactItems {
+		m.perItemWCU[m.keyOf(txKey(ti))] += 2
+	}
 	if out != nil {
 		for _, cc := range out.ConsumedCapacity {
 			m.u.ReportedWCU += aws.ToFloat64(cc.CapacityUnits)
@@ -258,4 +261,19 @@ func (m *meteredAPI) TransactWriteItems(ctx context.Context, in *dynamodb.Transa
 		}
 	}
 	return out, err
+}
+
+// txKey is the key of the item one transaction item writes or checks.
+func txKey(ti types.TransactWriteItem) map[string]types.AttributeValue {
+	switch {
+	case ti.Put != nil:
+		return ti.Put.Item
+	case ti.Update != nil:
+		return ti.Update.Key
+	case ti.Delete != nil:
+		return ti.Delete.Key
+	case ti.ConditionCheck != nil:
+		return ti.ConditionCheck.Key
+	}
+	return nil
 }

@@ -149,12 +149,15 @@ type Summary struct {
 	LagN               int     `json:"lagN"`
 	// Conflicts are writes refused by a transaction conflict, backlog and live together.
 	Conflicts float64 `json:"conflicts"`
-	// HotItem is the backlog's most written item, HotItemWrites the write requests that
-	// touched it, and HotItemWritesPerSec those over the backlog's drain by the latency model
-	// (one shard): what one item's ~1,000 WCU/s limit is measured against.
+	// HotItem is the item of the backlog that took the most write units, HotItemWrites the
+	// write requests that touched it, HotItemWCU its write units, and HotItemWritesPerSec and
+	// HotItemWCUPerSec those over the backlog's drain by the latency model (one shard): what
+	// one item's ~1,000 WCU/s limit is measured against.
 	HotItem             string  `json:"hotItem,omitempty"`
 	HotItemWrites       float64 `json:"hotItemWrites,omitempty"`
+	HotItemWCU          float64 `json:"hotItemWcu,omitempty"`
 	HotItemWritesPerSec float64 `json:"hotItemWritesPerSecModel,omitempty"`
+	HotItemWCUPerSec    float64 `json:"hotItemWcuPerSecModel,omitempty"`
 	Verified            bool    `json:"verified"`
 	// What AWS would bill and the critical path (medians of the runs' figures).
 	DollarsPerMillion       float64 `json:"dollarsPerMillion"`
@@ -285,6 +288,8 @@ func summary(runs []RunResult, sys string) Summary {
 		add("conflicts", float64(conflicts))
 		add("hot", float64(r.Usage.HotItemWrites))
 		add("hotps", div(float64(r.Usage.HotItemWrites), r.ModelDrainSeconds))
+		add("hotwcu", r.Usage.HotItemWCU)
+		add("hotwcups", div(r.Usage.HotItemWCU, r.ModelDrainSeconds))
 		if s.Runs == 1 || s.HotItem == r.Usage.HotItem {
 			s.HotItem = r.Usage.HotItem
 		} else {
@@ -308,6 +313,7 @@ func summary(runs []RunResult, sys string) Summary {
 	s.LagP50, s.LagP99, s.LagN = median(col["p50"]), median(col["p99"]), int(median(col["lagn"]))
 	s.Conflicts = median(col["conflicts"])
 	s.HotItemWrites, s.HotItemWritesPerSec = median(col["hot"]), median(col["hotps"])
+	s.HotItemWCU, s.HotItemWCUPerSec = median(col["hotwcu"]), median(col["hotwcups"])
 	s.DollarsPerMillion, s.BilledMsPerBatch, s.BilledSecondsPerMillion = median(col["dollars"]), median(col["billed"]), median(col["billedm"])
 	s.RoundsPerBatch, s.LiveRate = median(col["rounds"]), median(col["rate"])
 	s.ModelRecordsPerSec, s.ModelDrainSeconds = median(col["mrps"]), median(col["mdrain"])
@@ -484,14 +490,18 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			p("| %s | %d | %d | %.3f | %.3f | %.3f | %.0f | %.0f |\n", wr.Name, wr.ParallelizationFactor, wr.Deltas,
 				div(wr.Denorm.WCU, n), div(wr.Baseline.WCU, n), div(wr.FloorWCU, n), wr.Denorm.Conflicts, wr.Baseline.Conflicts)
 		}
-		p("\nThe most written item of each system's backlog: its write requests (a transaction counts once for each of its items) and those per second over the backlog's drain by the latency model, one shard; one item takes about 1,000 WCU/s:\n\n")
-		p("| workload | system | item | write requests | per second (model) |\n|---|---|---|--:|--:|\n")
+		p("\nThe most written item of each system's backlog, by write units: its write requests (a transaction counts once for each of its items), its WCU (2 per transaction it was in), both per second over the backlog's drain by the latency model, one shard, and the source writes per second at which it would take one item's ~1,000 WCU/s if its WCU grew with them (the backlog's source writes x 1,000 / its WCU):\n\n")
+		p("| workload | system | item | write requests | WCU | requests/s (model) | WCU/s (model) | source writes/s at 1,000 WCU/s |\n|---|---|---|--:|--:|--:|--:|--:|\n")
 		for _, wr := range hot {
 			for _, s := range []struct {
 				name string
 				sum  Summary
 			}{{"Denorm", wr.Denorm}, {"baseline", wr.Baseline}} {
-				p("| %s | %s | %s | %.0f | %.1f |\n", wr.Name, s.name, s.sum.HotItem, s.sum.HotItemWrites, s.sum.HotItemWritesPerSec)
+				if s.name == "baseline" && wr.NoBaseline {
+					continue
+				}
+				p("| %s | %s | %s | %.0f | %.0f | %.1f | %.1f | %.0f |\n", wr.Name, s.name, s.sum.HotItem, s.sum.HotItemWrites, s.sum.HotItemWCU,
+					s.sum.HotItemWritesPerSec, s.sum.HotItemWCUPerSec, div(float64(wr.Ops)*1000, s.sum.HotItemWCU))
 			}
 		}
 	}
