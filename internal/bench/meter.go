@@ -67,8 +67,8 @@ type meteredAPI struct {
 	// perItemWCU their write units.
 	perItem    map[[2]string]int
 	perItemWCU map[[2]string]float64
-	pk      string
-	sk      string
+	pk         string
+	sk         string
 }
 
 func newMeteredAPI(api API, pk, sk string) *meteredAPI {
