@@ -156,8 +156,10 @@ func (r *run) writeCopy(target plan.Key, ub expression.UpdateBuilder, cond expre
 }
 
 // refresh puts back a target's copy the application wrote: one consistent read of the
-// state item, and a copy only when the target as its record shows it differs. A later
-// write of the application has a record of its own, refreshed in turn.
+// state (the state item, and a split target's parts), and a copy only when the target as
+// its record shows it differs. A later write of the application has a record of its own,
+// refreshed in turn. For a part's record (f.Copy) the copy is written whatever the target
+// shows: the part changed the state.
 func (r *run) refresh(f *plan.Refresh) error {
 	x := r.x
 	r.count(func(s *Stats) { s.Refreshes++ })
@@ -167,9 +169,6 @@ func (r *run) refresh(f *plan.Refresh) error {
 	}
 	attrs := counter.Values(x.set.Table, state, f.Attrs...)
 	copy := counter.Copy(state, attrs)
-	if f.Seen == nil && !f.Copy {
-		return nil
-	}
 	if foreign := counter.Foreign(state, f.Seen); f.Seen != nil && foreign != nil {
 		// A copy version above the state's was never Denorm's for this target (the
 		// application copied another item whole): put the copy over it, as long as the
@@ -182,36 +181,47 @@ func (r *run) refresh(f *plan.Refresh) error {
 	}
 	// A part's record copies a split target's state: a rule that creates missing targets
 	// creates it once its value is not zero, as a delta of it would.
-	create := f.Copy && f.Creator != nil && !value.NumberOf(state[f.Creator.Agg.Attribute]).IsZero()
-	ub, cond := counter.CopyWrite(x.set.Table.PartitionKey, copy, create)
-	if create {
-		ub = withExpiry(ub, x.set.Table, f.Creator, f.Target)
+	var creator *rules.CompiledRule
+	for _, c := range f.Creators {
+		if f.Copy && !value.NumberOf(state[c.Agg.Attribute]).IsZero() {
+			creator = c
+			break
+		}
+	}
+	ub, cond := counter.CopyWrite(x.set.Table.PartitionKey, copy, creator != nil)
+	if creator != nil {
+		ub = withExpiry(ub, x.set.Table, creator, f.Target)
 	}
 	return r.writeCopy(f.Target, ub, cond)
 }
 
-// getState reads target's state with consistent GetItems (nil when there is none): its
-// state item, and the parts of a split target (added up, counter.Combine).
+// getState reads target's state (nil when there is none): its state item with a consistent
+// GetItem, or a split target's state item and parts with one TransactGetItems, so that the
+// sum (counter.Combine) is of one moment: reads one by one could add a part before a
+// write to a part after it, a total no state ever held.
 func (r *run) getState(target plan.Key) (record.Item, error) {
 	x := r.x
 	n := x.set.Split(target.PK, target.SK)
 	if n == 0 {
 		return r.getItem("reading the state of "+target.PK+" "+target.SK, x.key(counter.StateKey(target)))
 	}
-	keys := counter.StateKeys(target, n)
-	items := make([]record.Item, len(keys))
-	errs := make([]error, len(keys))
-	sem := make(chan struct{}, x.opt.Concurrency)
-	var wg sync.WaitGroup
-	for i, k := range keys {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			items[i], errs[i] = r.getItem("reading the state of "+k.PK+" "+k.SK, x.key(k))
-		})
+	in := &dynamodb.TransactGetItemsInput{ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}
+	for _, k := range counter.StateKeys(target, n) {
+		in.TransactItems = append(in.TransactItems, types.TransactGetItem{Get: &types.Get{TableName: aws.String(x.table), Key: x.key(k)}})
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	var items []record.Item
+	err := r.do("reading the split state of "+target.PK+" "+target.SK, func(ctx context.Context) error {
+		out, err := x.api.TransactGetItems(ctx, in)
+		if out != nil {
+			r.consumed(false, ccPtrs(out.ConsumedCapacity)...)
+			items = items[:0]
+			for _, resp := range out.Responses {
+				items = append(items, resp.Item)
+			}
+		}
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return counter.Combine(x.set.Table, items), nil
@@ -248,8 +258,9 @@ func allZero(attrs []plan.AttrAmount) bool {
 // to the targets' state items go in one transaction, events packed into transactions of
 // at most 100 distinct items with their deltas to a shared target merged. A duplicate
 // event (its marker exists) is dropped from the transaction and the rest retried. Each
-// target's state is then read and copied onto it. It returns the earliest event left
-// unapplied.
+// target's state is then read and copied onto it, except a split target's, whose deltas
+// went to one of its parts: that part's record copies it. It returns the earliest event
+// left unapplied.
 func (r *run) marked(events []plan.EventDeltas) (int, error) {
 	for len(events) > 0 {
 		n := packCount(events, maxTransactItems)

@@ -20,6 +20,7 @@ type API interface {
 	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	TransactGetItems(context.Context, *dynamodb.TransactGetItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error)
 }
 
 // Usage is what a handler asked of DynamoDB, measured the same way for both systems: from
@@ -28,7 +29,7 @@ type Usage struct {
 	Writes       int `json:"writes"`       // write requests (PutItem, UpdateItem, DeleteItem, TransactWriteItems)
 	Transactions int `json:"transactions"` // TransactWriteItems among them
 	ItemWrites   int `json:"itemWrites"`   // items written: 1 per single write, len(TransactItems) per transaction
-	Reads        int `json:"reads"`        // GetItem and Query requests
+	Reads        int `json:"reads"`        // GetItem, Query and TransactGetItems requests
 	// WCU is billed write capacity: what DynamoDB Local reports for single-item writes, and
 	// DynamoDB's price for transactions (2 WCU per item of up to 1 KB, plus the index writes
 	// DynamoDB Local reports), because DynamoDB Local reports 2 WCU for a whole
@@ -177,6 +178,14 @@ func (m *meteredAPI) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o .
 		cc = out.ConsumedCapacity
 	}
 	m.read(cc, err)
+	return out, err
+}
+
+// TransactGetItems is metered as one read of 2 RCU per item (DynamoDB's price for items of
+// up to 4 KB in a transaction).
+func (m *meteredAPI) TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error) {
+	out, err := m.api.TransactGetItems(ctx, in, o...)
+	m.read(&types.ConsumedCapacity{CapacityUnits: aws.Float64(2 * float64(len(in.TransactItems)))}, err)
 	return out, err
 }
 

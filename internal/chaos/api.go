@@ -103,6 +103,14 @@ func (a *API) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(
 	return a.next.GetItem(ctx, in, o...)
 }
 
+// TransactGetItems implements apply.API.
+func (a *API) TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error) {
+	if err := a.throttled(); err != nil {
+		return nil, err
+	}
+	return a.next.TransactGetItems(ctx, in, o...)
+}
+
 // Query implements apply.API.
 func (a *API) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	if err := a.throttled(); err != nil {

@@ -33,9 +33,10 @@ func StateKeys(t plan.Key, n int) []plan.Key {
 	return out
 }
 
-// PartOf picks the part of n that a transaction's deltas go to, from a key of one of its
-// sources: the records of one source come to one lane, so each part is fed by a stable
-// share of the lanes.
+// PartOf picks the part of n that a transaction's deltas go to, from the key of its first
+// event's source. Any part is right (the markers make each event exactly once wherever
+// it lands); a hash spreads the transactions over the parts, and the same batch delivered
+// again picks the same ones.
 func PartOf(source string, n int) int {
 	h := fnv.New32a()
 	h.Write([]byte(source))

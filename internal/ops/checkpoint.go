@@ -103,7 +103,7 @@ type segState struct {
 	Expect   *expectJSON           `json:"expect,omitempty"`
 	Seen     map[string][]keyJSON  `json:"seen,omitempty"`
 	Versions []versionJSON         `json:"versions,omitempty"`
-	vers     map[plan.Key]uint64   // states pass: each state item's version, by target (live form of Versions)
+	vers     map[plan.Key]uint64   // states pass: each state item's and state part's version, by its own key (live form of Versions)
 	exp      *Expected             // sources pass: partial expectations (live form of Expect)
 	seen     Seen                  // targets pass: targets met (live form of Seen)
 	ev       *Evaluator
@@ -127,7 +127,9 @@ func (s *segState) MarshalJSON() ([]byte, error) {
 	return json.Marshal(&c)
 }
 
-// versionJSON is a state item's version as the states pass read it, by its target's key.
+// versionJSON is a state item's (or state part's) version as the states pass read it, by
+// the item's own key (a checkpoint written before: by its target's key; stateTarget reads
+// both).
 type versionJSON struct {
 	Key     keyJSON `json:"k"`
 	Version uint64  `json:"v"`

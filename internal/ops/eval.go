@@ -27,6 +27,8 @@ type Evaluator struct {
 	// now is the time the records of the scan are given: time buckets whose ttl passed
 	// before it are expected to be gone.
 	now func() time.Time
+	// all is the whole rules file compiled, of which rules are those the run checks.
+	all *rules.Set
 }
 
 type ruleSet struct {
@@ -72,14 +74,15 @@ func (e *UnknownRulesError) Error() string {
 // NewEvaluatorFor compiles f's rules, or only those named in only when it is not empty.
 // A name f does not have is an *UnknownRulesError.
 func NewEvaluatorFor(f *rules.File, only []string) (*Evaluator, error) {
-	if _, err := rules.Compile(f); err != nil {
+	all, err := rules.Compile(f)
+	if err != nil {
 		return nil, err
 	}
 	want := map[string]bool{}
 	for _, n := range only {
 		want[n] = true
 	}
-	ev := &Evaluator{spec: f.Table, now: time.Now}
+	ev := &Evaluator{spec: f.Table, now: time.Now, all: all}
 	var names []string
 	for i := range f.Rules {
 		names = append(names, f.Rules[i].Name)
@@ -350,13 +353,12 @@ func sortedAttrs(m record.Item) []string {
 	return out
 }
 
-// split is how many parts target k's state is split over (rules.Set.Split), 0 for none.
+// split is how many parts target k's state is split over, 0 for none: by the whole rules
+// file, whichever rules the run checks (a split rule's parts hold every count and sum into
+// its target, theirs too).
 func (e *Evaluator) split(k plan.Key) int {
-	n := 0
-	for _, rs := range e.rules {
-		if rs.set != nil {
-			n = max(n, rs.set.Split(k.PK, k.SK))
-		}
+	if e.all == nil {
+		return 0
 	}
-	return n
+	return e.all.Split(k.PK, k.SK)
 }

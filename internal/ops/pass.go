@@ -154,15 +154,17 @@ func (r *runner) segment(ctx context.Context, ri, p, s int, seg *segState, which
 	}
 }
 
-// observeStates keeps the version of each state item of a page, by its target's key: for a
-// split target, the sum of its state item's and parts' (counter.Combine).
+// observeStates keeps the version of each state item and state part of a page, by its own
+// key: a page scanned again after a resume sets the same entries again. stateVersions adds
+// a split target's up.
 func (r *runner) observeStates(seg *segState, items []map[string]types.AttributeValue) {
 	spec := r.cfg.Eval.spec
 	seg.mu.Lock()
 	defer seg.mu.Unlock()
 	for _, it := range items {
-		if k, ok := counter.TargetOf(itemKey(spec, record.Item(it))); ok {
-			seg.vers[k] += counter.Version(it[rules.StateVersionAttr]) // a split target's are added up
+		k := itemKey(spec, record.Item(it))
+		if _, ok := counter.TargetOf(k); ok {
+			seg.vers[k] = counter.Version(it[rules.StateVersionAttr])
 		}
 	}
 }

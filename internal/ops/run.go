@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/denorm/denorm/internal/counter"
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/retry"
 )
@@ -200,7 +201,9 @@ func (r *runner) run(ctx context.Context) error {
 			sv.read = map[plan.Key]uint64{}
 			for _, s := range rs.Passes[passStates] {
 				for k, v := range s.vers {
-					sv.read[k] += v // a split target's items can be in several segments
+					if t, ok := r.stateTarget(k); ok {
+						sv.read[t] += v // a split target's items can be in several segments
+					}
 				}
 			}
 			if err := r.settle(ctx, rs.Passes[passSources]); err != nil {
@@ -410,4 +413,19 @@ func addStats(m map[string]*RuleStats, name string, s *RuleStats) {
 		m[name] = &RuleStats{}
 	}
 	m[name].add(s)
+}
+
+// stateTarget is the target whose state the item at k holds a share of, as getState reads
+// it: the target of a state item, a distinct's reference item itself, and the target of a
+// state part below the target's split; false for a part getState does not read (left by a
+// split since lowered or removed). A key of neither kind is a target's own key (a
+// checkpoint written before the states pass kept items by their own keys).
+func (r *runner) stateTarget(k plan.Key) (plan.Key, bool) {
+	if t, i, ok := plan.ParsePart(k); ok {
+		return t, i < r.db.splitOf(t)
+	}
+	if t, ok := counter.TargetOf(k); ok {
+		return t, true
+	}
+	return k, true
 }

@@ -128,15 +128,32 @@ func (d *db) copyState(ctx context.Context, rs []*rules.CompiledRule, k plan.Key
 			creator = r
 		}
 	}
-	ub, cond := counter.CopyWrite(d.spec.PartitionKey, counter.Copy(state, counter.Values(d.spec, state, also...)), creator != nil)
+	copy := counter.Copy(state, counter.Values(d.spec, state, also...))
+	ub, cond := counter.CopyWrite(d.spec.PartitionKey, copy, creator != nil)
 	if creator != nil {
 		ub = withBucketTTL(ub, d.spec, creator, k)
 	}
 	err := d.update(ctx, k, ub, cond)
-	if retry.Refused(err) {
-		return nil
+	if !retry.Refused(err) {
+		return err
 	}
-	return err
+	// Refused: no target (it gets the copy when it is inserted), or one whose copy version
+	// is above the state's, which no copy of this state had: the application made it up,
+	// or the state's version went down (a split lowered, its dropped parts' versions no
+	// longer counted). The copy goes over it, as long as the target still holds it.
+	target, err := d.get(ctx, k)
+	if err != nil || target == nil {
+		return err
+	}
+	foreign := counter.Foreign(state, target)
+	if foreign == nil {
+		return nil // a copy at least as new landed meanwhile
+	}
+	ub, cond = counter.CopyOver(d.spec.PartitionKey, copy, foreign)
+	if err := d.update(ctx, k, ub, cond); !retry.Refused(err) {
+		return err
+	}
+	return nil
 }
 
 // getState reads target k's state (nil when there is none): its state item, and the parts

@@ -248,10 +248,14 @@ func Coalesce(recs []RecordPlan) *Batch {
 			b.Probes = append(b.Probes, ProbeGroup{Key: *rp.Probe, Rec: i})
 		}
 		for _, f := range rp.Refreshes {
-			if j, ok := refreshes[f.Target]; ok {
-				f = f.merge(b.Refreshes[j].Refresh)
+			rec := i
+			if j, ok := refreshes[f.Target]; ok && (f.Copy || b.Refreshes[j].Copy) {
+				// A part's copy and the application's write of the target are one refresh:
+				// a failure must bring back the earlier record, whose image the refresh
+				// holds (a made-up copy version to copy over).
+				f, rec = f.merge(b.Refreshes[j].Refresh), b.Refreshes[j].Rec
 			}
-			upsert(refreshes, &b.Refreshes, f.Target, RefreshGroup{Refresh: f, Rec: i})
+			upsert(refreshes, &b.Refreshes, f.Target, RefreshGroup{Refresh: f, Rec: rec})
 		}
 		var ev *EventDeltas
 		for _, d := range rp.Deltas {

@@ -81,7 +81,7 @@ func (p *RecordPlan) Describe(w io.Writer) {
 		case rules.RelayWatermarkAttr:
 			mode = "exactly once by the state item's relay watermark, one conditional UpdateItem; then the copy"
 		default:
-			if n := d.Rule.Agg.Split; n > 1 {
+			if n := d.Split; n > 1 {
 				mode = fmt.Sprintf("exactly once by event marker: the marker and an ADD to one of the target's %d state parts in one transaction; the part's record copies their sum", n)
 			} else if d.Rule.Relay {
 				mode = "relayed: one UpdateItem of this source's relay item, guarded by the source's sequence number; the relay item's record adds it to the target's state under its relay watermark"

@@ -28,6 +28,9 @@ type Delta struct {
 	// Value, for a distinct rule's delta to a reference item (DistinctRef), is the value
 	// the item stands for, for `denorm explain`.
 	Value types.AttributeValue
+	// Split is how many state parts the target has (rules.Set.Split, 0 for none), for
+	// `denorm explain`: a marker-mode delta to a split target goes to one of them.
+	Split int
 }
 
 // Write is a version-guarded write of one target found by key: a copy (Set/Remove), a
@@ -78,9 +81,10 @@ type Refresh struct {
 	Seen   record.Item
 	// Copy is set when a part of the target's split state changed (its record): the copy
 	// is written whatever the target shows (nil Seen when the target wrote nothing), and
-	// Creator, when set, is the rule that creates a missing target.
-	Copy    bool
-	Creator *rules.CompiledRule
+	// Creators are the rules into the target that create it when it is missing: the copy
+	// creates it when one of their values is not zero, as one of their deltas would.
+	Copy     bool
+	Creators []*rules.CompiledRule
 }
 
 // merge is r, a later refresh of the same target in one batch, with what an earlier one,
@@ -88,8 +92,8 @@ type Refresh struct {
 func (r Refresh) merge(e Refresh) Refresh {
 	if e.Copy {
 		r.Copy = true
-		if r.Creator == nil {
-			r.Creator = e.Creator
+		if r.Creators == nil {
+			r.Creators = e.Creators
 		}
 	}
 	if r.Seen == nil {

@@ -35,6 +35,15 @@ func New(set *rules.Set) *Planner {
 // the rules say (a key cannot be rendered from the item's values, a sum value is not a
 // number): the caller fails the record with that reason.
 func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
+	rp, err := p.plan(c)
+	for i := range rp.Deltas {
+		d := &rp.Deltas[i]
+		d.Split = p.set.Split(d.Target.PK, d.Target.SK)
+	}
+	return rp, err
+}
+
+func (p *Planner) plan(c *record.Change) (RecordPlan, error) {
 	s := p.set
 	rp := RecordPlan{Seq: c.Seq, EventID: c.EventID, Op: c.Op.String()}
 	pk, _ := c.Keys[s.Table.PartitionKey].(*types.AttributeValueMemberS)
@@ -52,7 +61,9 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 		return p.relayed(c, rp), nil
 	}
 	if t, ok := PartTarget(Key{PK: rp.PK, SK: rp.SK}); ok {
-		if c.New != nil { // a part's removal (its bucket expired) changes no copy
+		// A part's removal (its bucket expired) changes no copy, and a part of a target no
+		// rule splits any more is not read: cleanup's writes of it change nothing.
+		if c.New != nil && s.Split(t.PK, t.SK) > 0 {
 			rp.Refreshes = []Refresh{p.partCopy(t)}
 		}
 		return rp, nil

@@ -81,9 +81,12 @@ func (p *Planner) relayed(c *record.Change, rp RecordPlan) RecordPlan {
 	for name, v := range ds.Value {
 		r := p.set.Rule(name)
 		amt := value.NumberOf(v)
-		if r == nil || !r.Relay || amt.IsZero() {
-			continue // a rule removed since the write: its delta goes with it
+		if r == nil || r.Agg == nil || r.Kind.Extreme() || amt.IsZero() {
+			continue // a rule removed since the write (or now of a kind without deltas): its delta goes with it
 		}
+		// A rule still relayed takes the delta under the state's relay watermark; one moved
+		// to transaction mode since (exactlyOnce, split) under the relay record's own
+		// marker: a relay write made before the deploy still counts, once.
 		rp.Deltas = append(rp.Deltas, Delta{Rule: r, Target: target, Amount: amt})
 	}
 	return rp

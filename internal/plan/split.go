@@ -15,21 +15,29 @@ func PartKey(t Key, i int) Key {
 // PartTarget is the key of the target whose state part is at k, and false when k is not a
 // part's key.
 func PartTarget(k Key) (Key, bool) {
+	t, _, ok := ParsePart(k)
+	return t, ok
+}
+
+// ParsePart is the target and the number of the state part at k, and false when k is not a
+// part's key.
+func ParsePart(k Key) (target Key, i int, ok bool) {
 	rest, ok := strings.CutPrefix(k.PK, rules.StatePartPrefix)
 	if !ok {
-		return Key{}, false
+		return Key{}, 0, false
 	}
 	n, pk, ok := strings.Cut(rest, "#")
-	if _, err := strconv.Atoi(n); !ok || err != nil {
-		return Key{}, false
+	i, err := strconv.Atoi(n)
+	if !ok || err != nil || i < 0 {
+		return Key{}, 0, false
 	}
-	return Key{PK: pk, SK: k.SK}, true
+	return Key{PK: pk, SK: k.SK}, i, true
 }
 
 // partCopy is the refresh a record of a state part of target t asks for: the copy of the
 // target's state, added up over its parts, whatever the target shows. Its attributes are
-// those of every count and sum into t, and a rule among them that creates missing targets
-// creates it.
+// those of every count and sum into t; the rules among them that create missing targets
+// are its creators.
 func (p *Planner) partCopy(t Key) Refresh {
 	f := Refresh{Target: t, Copy: true}
 	s := p.set
@@ -38,8 +46,8 @@ func (p *Planner) partCopy(t Key) Refresh {
 			continue
 		}
 		f.Attrs = append(f.Attrs, r.Agg.Attribute)
-		if f.Creator == nil && r.Agg.MissingTarget == rules.MissingCreate {
-			f.Creator = r
+		if r.Agg.MissingTarget == rules.MissingCreate {
+			f.Creators = append(f.Creators, r)
 		}
 	}
 	return f

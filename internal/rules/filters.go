@@ -16,10 +16,10 @@ const (
 // FilterPatterns returns the Lambda FilterCriteria patterns that let through exactly the
 // records that can trigger a rule: items of a rule's source entity, copy targets (which
 // pull their copy on insert), count and sum targets (whose copy of the state is put back
-// when the application changes it), relay items (which carry deltas to a target's state), state parts of a split target (whose
-// records copy it),
-// fan-out job items and probes (which the function answers). Other reserved items (state items, markers, registries) never
-// pass. It returns no patterns (no filtering) when some entity's partition key starts
+// when the application changes it), relay items (which carry deltas to a target's state),
+// state parts of a split target (whose records copy it), fan-out job items and probes
+// (which the function answers). Other reserved items (state items, markers, registries)
+// never pass. It returns no patterns (no filtering) when some entity's partition key starts
 // with a variable, and fails when the patterns exceed the service's limits.
 //
 // Patterns test the table's partition key only, which every item has: an index key an

@@ -271,8 +271,8 @@ func TestSplitChange(t *testing.T) {
 	}{
 		{"", ", split: 4", false, "split 1 -> 4 spreads new deltas over more parts"},
 		{", split: 4", ", split: 8", false, "split 4 -> 8 spreads new deltas"},
-		{", split: 8", ", split: 4", true, "split 8 -> 4: what parts 4 to 7 hold is no longer read; run denorm verify --repair --only global-posts"},
-		{", split: 4", "", true, "split 4 -> 1: what parts 0 to 3 hold is no longer read"},
+		{", split: 8", ", split: 4", true, "split 8 -> 4: what parts 4 to 7 hold (of every count and sum into Stats) is no longer read"},
+		{", split: 4", "", true, "split 4 -> 1: what parts 0 to 3 hold (of every count and sum into Stats) is no longer read"},
 		{"", ", split: 1", false, ""},
 	} {
 		d := compare(t, write("old.yaml", tc.from), write("new.yaml", tc.to))

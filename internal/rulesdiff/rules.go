@@ -324,7 +324,7 @@ func changes(o, n *rules.CompiledRule) ([]string, bool, string) {
 				if now == 1 {
 					from = 0 // no parts at all: the state item alone is read
 				}
-				backfill = append(backfill, fmt.Sprintf("split %d -> %d: what parts %d to %d hold is no longer read; run denorm verify --repair --only %s once the stream has drained", was, now, from, was-1, n.Name))
+				backfill = append(backfill, fmt.Sprintf("split %d -> %d: what parts %d to %d hold (of every count and sum into %s) is no longer read, and the targets' copies stay as they were until a repair: run denorm verify --repair --only with the count and sum rules into %s once the stream has drained", was, now, from, was-1, n.Agg.Into, n.Agg.Into))
 			}
 		case "missingTarget":
 			if nf[i].val == rules.MissingSkip {
