@@ -14,6 +14,7 @@ import (
 
 	"github.com/denorm/denorm/internal/ops/opstest"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // The global post count of rules/social.yaml is split over 4 parts. Verify reads the state
@@ -31,7 +32,7 @@ func TestRepairSplitState(t *testing.T) {
 	}
 	var items []opstest.Item
 	for _, it := range data.Items() {
-		switch text(it["pk"]) {
+		switch it["pk"].(*types.AttributeValueMemberS).Value {
 		case rules.StatePrefix + "STATS#global":
 			it = state
 		case "STATS#global":
@@ -70,27 +71,7 @@ func TestRepairSplitState(t *testing.T) {
 	cfg = fx.config(false)
 	cfg.Mode = "verify (repaired)"
 	requireClean(t, fx.run(cfg))
-	for key, want := range map[string]int{rules.StatePrefix + "STATS#global": posts - 3, "STATS#global": posts} {
-		out, err := fx.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(fx.table), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{"pk": str(key), "sk": str("STATS")}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := text(out.Item["postCount"]); got != strconv.Itoa(want) {
-			t.Errorf("%s postCount = %s, want %d (the parts hold 3 of %d)", key, got, want, posts)
-		}
-	}
-}
-
-// text is a string's or a number's text ("" for anything else).
-func text(v types.AttributeValue) string {
-	switch x := v.(type) {
-	case *types.AttributeValueMemberS:
-		return x.Value
-	case *types.AttributeValueMemberN:
-		return x.Value
-	}
-	return ""
+	fx.checkGlobalPostCount(posts-3, posts) // the parts hold 3
 }
 
 // The split of the global post count lowered from 4 to 2 after the processor wrote all
@@ -110,7 +91,7 @@ func TestRepairAfterSplitLowered(t *testing.T) {
 	// Under split 4: the state item 140, parts 4 + 3 + 2 + 1: 150 in all, version 1+150+10.
 	var items []opstest.Item
 	for _, it := range data.Items() {
-		switch text(it["pk"]) {
+		switch it["pk"].(*types.AttributeValueMemberS).Value {
 		case rules.StatePrefix + "STATS#global":
 			it["postCount"] = num(posts - 10)
 		case "STATS#global":
@@ -146,15 +127,20 @@ func TestRepairAfterSplitLowered(t *testing.T) {
 	cfg = fx.config(false)
 	cfg.Mode = "verify (repaired)"
 	requireClean(t, fx.run(cfg))
-	ctx := context.Background()
-	for key, want := range map[string]int{rules.StatePrefix + "STATS#global": posts - 7, "STATS#global": posts} {
-		out, err := fx.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(fx.table), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{"pk": str(key), "sk": str("STATS")}})
+	fx.checkGlobalPostCount(posts-7, posts) // parts 0 and 1 hold 7
+}
+
+// checkGlobalPostCount reads the postCount of STATS#global's state item and of the target.
+func (fx *fixture) checkGlobalPostCount(state, target int) {
+	fx.t.Helper()
+	for key, want := range map[string]int{rules.StatePrefix + "STATS#global": state, "STATS#global": target} {
+		out, err := fx.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(fx.table), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}, "sk": &types.AttributeValueMemberS{Value: "STATS"}}})
 		if err != nil {
-			t.Fatal(err)
+			fx.t.Fatal(err)
 		}
-		if got := text(out.Item["postCount"]); got != strconv.Itoa(want) {
-			t.Errorf("%s postCount = %s, want %d (parts 0 and 1 hold 7 of %d)", key, got, want, posts)
+		if got := value.NumberOf(out.Item["postCount"]).String(); got != strconv.Itoa(want) {
+			fx.t.Errorf("%s postCount = %s, want %d", key, got, want)
 		}
 	}
 }
