@@ -66,8 +66,9 @@ var StreamReadActions = []string{
 }
 
 // ItemActions are the item operations the executor makes on the table. TransactWriteItems
-// has no IAM action of its own: DynamoDB authorizes each Put, Update, Delete and
-// ConditionCheck inside a transaction with the matching item action, so these cover it.
+// and TransactGetItems (a split state read at one moment) have no IAM action of their own:
+// DynamoDB authorizes each Get, Put, Update, Delete and ConditionCheck inside a transaction
+// with the matching item action, so these cover them.
 // There is no Scan, BatchWriteItem, PartiQL or table-level action.
 var ItemActions = []string{
 	"dynamodb:GetItem",
