@@ -71,7 +71,7 @@ func explain(w io.Writer, set *rules.Set, event []byte) error {
 		if c.TTL {
 			fmt.Fprintln(w, "  removed by TTL")
 		}
-		rp, err := p.Plan(&c)
+		rp, err := p.Explain(&c)
 		if err != nil {
 			fmt.Fprintf(w, "  cannot be applied: %v\n", err)
 			continue

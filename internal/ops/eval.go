@@ -356,9 +356,4 @@ func sortedAttrs(m record.Item) []string {
 // split is how many parts target k's state is split over, 0 for none: by the whole rules
 // file, whichever rules the run checks (a split rule's parts hold every count and sum into
 // its target, theirs too).
-func (e *Evaluator) split(k plan.Key) int {
-	if e.all == nil {
-		return 0
-	}
-	return e.all.Split(k.PK, k.SK)
-}
+func (e *Evaluator) split(k plan.Key) int { return e.all.Split(k.PK, k.SK) }

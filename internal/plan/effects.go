@@ -28,8 +28,9 @@ type Delta struct {
 	// Value, for a distinct rule's delta to a reference item (DistinctRef), is the value
 	// the item stands for, for `denorm explain`.
 	Value types.AttributeValue
-	// Split is how many state parts the target has (rules.Set.Split, 0 for none), for
-	// `denorm explain`: a marker-mode delta to a split target goes to one of them.
+	// Split is how many state parts the target has (rules.Set.Split, 0 for none), set by
+	// Planner.Explain for `denorm explain`: a marker-mode delta to a split target goes to
+	// one of them.
 	Split int
 }
 

@@ -35,15 +35,6 @@ func New(set *rules.Set) *Planner {
 // the rules say (a key cannot be rendered from the item's values, a sum value is not a
 // number): the caller fails the record with that reason.
 func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
-	rp, err := p.plan(c)
-	for i := range rp.Deltas {
-		d := &rp.Deltas[i]
-		d.Split = p.set.Split(d.Target.PK, d.Target.SK)
-	}
-	return rp, err
-}
-
-func (p *Planner) plan(c *record.Change) (RecordPlan, error) {
 	s := p.set
 	rp := RecordPlan{Seq: c.Seq, EventID: c.EventID, Op: c.Op.String()}
 	pk, _ := c.Keys[s.Table.PartitionKey].(*types.AttributeValueMemberS)

@@ -42,7 +42,7 @@ func describe(t testing.TB, set *rules.Set, event []byte) string {
 			t.Fatalf("record %d: %v", i, err)
 		}
 		fmt.Fprintf(&buf, "record %d: %s seq %s ttl=%v\n", i+1, c.Op, c.Seq, c.TTL)
-		rp, err := p.Plan(&c)
+		rp, err := p.Explain(&c)
 		if err != nil {
 			fmt.Fprintf(&buf, "  error: %v\n", err)
 			continue

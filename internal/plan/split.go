@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
 )
 
@@ -51,4 +52,16 @@ func (p *Planner) partCopy(t Key) Refresh {
 		}
 	}
 	return f
+}
+
+// Explain is Plan for `denorm explain`: each delta also says how many state parts its
+// target has (Delta.Split), which only Describe needs; the processor's executor asks the
+// rules itself where it writes.
+func (p *Planner) Explain(c *record.Change) (RecordPlan, error) {
+	rp, err := p.Plan(c)
+	for i := range rp.Deltas {
+		d := &rp.Deltas[i]
+		d.Split = p.set.Split(d.Target.PK, d.Target.SK)
+	}
+	return rp, err
 }
