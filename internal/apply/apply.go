@@ -53,6 +53,10 @@ type Options struct {
 	PullReads PullReads
 	// MaxBackoff caps one retry delay (default 2 s).
 	MaxBackoff time.Duration
+	// StreamCheck is how long the executor trusts what it last read of the stream registry
+	// (StreamEpoch) before it reads it again (default 5 s): how soon a processor whose stream
+	// another has taken over stops writing, once the registry has reached its Region.
+	StreamCheck time.Duration
 	Logger     *slog.Logger
 	// Now is the clock (tests).
 	Now func() time.Time
@@ -83,6 +87,9 @@ func (o *Options) defaults() {
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 2 * time.Second
 	}
+	if o.StreamCheck <= 0 {
+		o.StreamCheck = 5 * time.Second
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -98,6 +105,9 @@ type Executor struct {
 	set   *rules.Set
 	opt   Options
 	pulls pullCost
+
+	streamMu sync.Mutex
+	stream   knownStream // what the stream registry said last
 }
 
 // New returns an executor for table, whose layout and rules are set.

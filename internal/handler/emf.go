@@ -22,6 +22,10 @@ func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFaile
 	if o.Failed != "" || batchFailed {
 		failures = 1
 	}
+	retired := 0
+	if o.Retired {
+		retired = o.Records
+	}
 	values := []value{
 		{"Records", "Count", o.Records},
 		{"Effects", "Count", o.Effects},
@@ -43,6 +47,7 @@ func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFaile
 		{"ExtremeRaises", "Count", o.Stats.ExtremeRaises},
 		{"ExtremesKept", "Count", o.Stats.ExtremesKept},
 		{"ExtremeRecomputes", "Count", o.Stats.ExtremeRecomputes},
+		{"RecordsOfRetiredStream", "Count", retired},
 	}
 	for g, n := range o.Stats.Refused {
 		if apply.Guard(g) != apply.GuardNone {

@@ -64,6 +64,11 @@ type Outcome struct {
 	// Unlinked counts rule effects left out because the item does not carry a variable of
 	// the target's key (plan.RecordPlan.Unlinked): linked to no target, not a failure.
 	Unlinked int
+	// Retired is set when the batch's stream has been retired in the table's stream
+	// registry: another stream's processor has taken over (a global table processed in
+	// another Region now). The batch is skipped whole and nothing is written; Reason says
+	// which stream took over.
+	Retired bool
 }
 
 // Handle is the Lambda handler. It returns an error (a whole-batch failure, which Lambda
@@ -102,11 +107,24 @@ func (h *Handler) Process(ctx context.Context, payload json.RawMessage) (Outcome
 	plans := make([]plan.RecordPlan, 0, len(raws))
 	seqs := make([]string, 0, len(raws))
 	stop := len(raws)
+	epoch, known := 0, false
 	for i, raw := range raws {
 		c, err := record.Decode(raw)
 		if err == nil && i == 0 && !c.Created.IsZero() {
 			o.Age = h.now().Sub(c.Created)
 		}
+		if err == nil && !known {
+			// Every record of a batch comes from one stream: its epoch is read once.
+			var st apply.Stats
+			st, epoch, err = h.exec.StreamEpoch(ctx, c.Source)
+			o.Stats.Add(st)
+			if errors.Is(err, apply.ErrRetired) {
+				o.Retired, o.Reason = true, err
+				return o, nil
+			}
+			known = err == nil
+		}
+		c.Epoch = epoch
 		var rp plan.RecordPlan
 		if err == nil {
 			rp, err = planner.Plan(&c)
@@ -135,7 +153,7 @@ func (h *Handler) Process(ctx context.Context, payload json.RawMessage) (Outcome
 		seqs = append(seqs, c.Seq)
 	}
 	res := h.exec.Apply(ctx, plan.Coalesce(plans))
-	o.Stats = res.Stats
+	o.Stats.Add(res.Stats)
 	o.Applied = stop
 	if res.Failed >= 0 && res.Failed < stop {
 		o.Applied, o.Failed, o.Reason = res.Failed, seqs[res.Failed], res.Err
@@ -171,6 +189,9 @@ func (h *Handler) emit(ctx context.Context, o Outcome, err error) {
 	case err != nil:
 		level, msg = slog.LevelError, "batch failed"
 		attrs = append(attrs, slog.String("error", err.Error()))
+	case o.Retired:
+		level, msg = slog.LevelError, "batch skipped: stream retired, another stream's processor has taken over; remove this processor"
+		attrs = append(attrs, slog.String("reason", o.Reason.Error()))
 	case o.Failed != "":
 		level, msg = slog.LevelWarn, "record not applied"
 		attrs = append(attrs, slog.String("sequenceNumber", o.Failed), slog.String("reason", reason(o.Reason)))

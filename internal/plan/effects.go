@@ -108,6 +108,8 @@ func (r Refresh) merge(e Refresh) Refresh {
 
 // RecordPlan is what one stream record asks for.
 type RecordPlan struct {
+	// Seq is the record's position (record.Position): its sequence number within its
+	// stream's epoch, what the guards, watermarks and markers hold.
 	Seq     string
 	EventID string
 	Op      string // INSERT, MODIFY or REMOVE

@@ -36,7 +36,11 @@ func New(set *rules.Set) *Planner {
 // number): the caller fails the record with that reason.
 func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 	s := p.set
-	rp := RecordPlan{Seq: c.Seq, EventID: c.EventID, Op: c.Op.String()}
+	pos, err := c.Position()
+	if err != nil {
+		return RecordPlan{Seq: c.Seq, EventID: c.EventID, Op: c.Op.String()}, fmt.Errorf("record %s: %w", c.EventID, err)
+	}
+	rp := RecordPlan{Seq: pos, EventID: c.EventID, Op: c.Op.String()}
 	pk, _ := c.Keys[s.Table.PartitionKey].(*types.AttributeValueMemberS)
 	if pk == nil {
 		return rp, fmt.Errorf("record %s: key attribute %s missing or not a string", c.EventID, s.Table.PartitionKey)
@@ -96,7 +100,7 @@ func (p *Planner) Plan(c *record.Change) (RecordPlan, error) {
 	}
 	// The evaluation lives on the stack and holds a copy of the record, so that neither
 	// it nor the caller's Change is left for the collector.
-	ev := &eval{c: *c, version: record.NormSeq(c.Seq), oldE: oldE, newE: newE, oldB: oldB, newB: newB, rp: rp, spec: s, exp: &p.exp}
+	ev := &eval{c: *c, version: pos, oldE: oldE, newE: newE, oldB: oldB, newB: newB, rp: rp, spec: s, exp: &p.exp}
 	// Rules this item is the source of (as it was, or as it is now). A rule has one source
 	// entity, so the two lists are disjoint when the entity changed.
 	for i, ent := range [2]*rules.EntityType{oldE, newE} {

@@ -4,6 +4,9 @@
 package record
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -54,7 +57,15 @@ type Change struct {
 	SizeBytes int64
 	// Source is the eventSourceARN (the stream ARN).
 	Source string
+	// Epoch is the number the stream registry gave Source's stream (apply.Epochs): 0 for
+	// the first stream that fed the table's Denorm state. Not decoded: the processor sets it.
+	Epoch int
 }
+
+// Position is where the change stands among every change Denorm has applied to the table:
+// its sequence number within its stream's epoch (Position(c.Epoch, c.Seq)). Every
+// sequence-number guard Denorm writes holds a position.
+func (c *Change) Position() (string, error) { return Position(c.Epoch, c.Seq) }
 
 // Image returns the image that describes the item after the change (New), or before it for
 // a removal (Old); nil for a removal without OldImage.
@@ -80,6 +91,33 @@ func CompareSeq(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// MaxEpoch is the last epoch a position can name: a position has at most 38 digits, the
+// precision of a DynamoDB number.
+const MaxEpoch = 99
+
+// epochShift is how many digits of a position are the sequence number.
+const epochShift = 36
+
+// Position returns the sequence number seq of a stream of the given epoch as a position
+// that orders every change Denorm applies to one table, whichever stream it came from:
+// epoch × 10^36 + seq, in the form of NormSeq. Epoch 0 leaves seq as it is, so the guards
+// written before epochs existed are positions of epoch 0. Sequence numbers of two streams
+// mean nothing to each other (two Regions of a global table, or a stream disabled and
+// enabled again); a later epoch's positions are all above an earlier one's. A sequence
+// number beyond 36 digits cannot be placed in an epoch above 0.
+func Position(epoch int, seq string) (string, error) {
+	n := NormSeq(seq)
+	switch {
+	case epoch == 0:
+		return n, nil
+	case epoch < 0 || epoch > MaxEpoch:
+		return "", fmt.Errorf("stream epoch %d is out of range 0..%d", epoch, MaxEpoch)
+	case len(n) > epochShift:
+		return "", fmt.Errorf("sequence number %s has more than %d digits and cannot be placed in stream epoch %d", n, epochShift, epoch)
+	}
+	return strconv.Itoa(epoch) + strings.Repeat("0", epochShift-len(n)) + n, nil
 }
 
 // NormSeq returns the sequence number without leading zeros ("0" for zero), the form

@@ -46,6 +46,19 @@ const (
 	// find out whether the stream processor runs and how far behind the table it is. The
 	// function answers a probe's INSERT by writing ProbeAnswerAttr on it.
 	ProbePrefix = ReservedPrefix + "#probe#"
+	// StreamRegistryPK is the partition key (and sort key) of the stream registry: which
+	// stream's records Denorm applies to the table, under which epoch, and which streams it
+	// took over from (apply.StreamEpoch). Every sequence-number guard Denorm writes is a
+	// position within an epoch (record.Position).
+	StreamRegistryPK = ReservedPrefix + "#stream"
+)
+
+// Attributes of the stream registry (StreamRegistryPK): the current stream's ARN, its
+// epoch, and the ARNs of the streams retired (a string set).
+const (
+	StreamCurrentAttr = ReservedPrefix + "_sc"
+	StreamEpochAttr   = ReservedPrefix + "_se"
+	StreamRetiredAttr = ReservedPrefix + "_sr"
 )
 
 // Attributes of a probe (ProbePrefix): when `denorm backfill` wrote it, and the stream
