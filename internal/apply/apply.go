@@ -57,7 +57,7 @@ type Options struct {
 	// (StreamEpoch) before it reads it again (default 5 s): how soon a processor whose stream
 	// another has taken over stops writing, once the registry has reached its Region.
 	StreamCheck time.Duration
-	Logger     *slog.Logger
+	Logger      *slog.Logger
 	// Now is the clock (tests).
 	Now func() time.Time
 }
