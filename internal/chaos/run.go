@@ -65,6 +65,15 @@ type Config struct {
 	// HomeWrites makes the application write the items Denorm writes into (every target of a
 	// copy or an aggregate) in Table's Region only, and spread the others.
 	HomeWrites bool
+	// Move moves the processing to Replica's Region (requires Replica; no Poison, no Replay).
+	// While the second third of the operations is written, Table's Region is down: its
+	// processor stops with records unread, nothing is replicated to or from it, and the
+	// application writes in the replica's Region only. The processor is deployed on the
+	// replica's stream (TRIM_HORIZON). Then Table's Region comes back: replication resumes,
+	// and once the stream registry has reached it, its processor starts again at
+	// TRIM_HORIZON, and must write nothing. After the drain, `denorm backfill` runs on the
+	// replica under the probe, and the stream drains again before the checks.
+	Move bool
 }
 
 // FunctionStats add up the handler's per-invocation metrics (its EMF lines).
@@ -74,6 +83,8 @@ type FunctionStats struct {
 	// Copies of count and sum states written onto their targets, and targets the
 	// application wrote whose state was read to put their copy back.
 	CopiesWritten, TargetsRefreshed int64
+	// RetiredRecords counts the records of batches skipped because their stream was retired.
+	RetiredRecords int64
 }
 
 // Result is what a run did and found.
@@ -102,13 +113,19 @@ type Result struct {
 	// OracleReported is set when the oracle's mismatches are reported, and only those of
 	// files are problems: with a Replica and the application writing Denorm's targets in
 	// both Regions, some of its writes lose to Denorm's under last writer wins, and the
-	// oracle expects them all.
+	// oracle expects them all. With Move none are problems: writes the first Region had not
+	// replicated when it went down lose to later ones under last writer wins, files too.
+	// The verify engine on each table and the tables' equality are the checks.
 	OracleReported bool
 	// With a Replica: what the replicator did, the verify engine's report on the replica,
 	// and every item in which the two tables differ at the end.
 	Replication   replicator.Stats
 	ReplicaVerify *ops.Report
 	ReplicaDiffs  []string
+	// With Move: the backfill's report, and what the first Region's processor did once it
+	// came back (it must write nothing: its batches are skipped, its stream retired).
+	Backfill *ops.Report
+	Comeback FunctionStats
 }
 
 // Run provisions the table, starts the event source mapping emulator over its stream with
@@ -119,6 +136,9 @@ type Result struct {
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.OnFailureDir == "" {
 		return nil, errors.New("chaos: OnFailureDir is required")
+	}
+	if cfg.Move && (cfg.Replica == "" || cfg.Faults.Poison || cfg.Faults.Replay) {
+		return nil, errors.New("chaos: Move needs a Replica, and runs without Poison and Replay")
 	}
 	if cfg.BatchSize == 0 {
 		cfg.BatchSize = 100
@@ -146,23 +166,32 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Faults.Application {
 		hooks.cases = plan.Model.Cases
 	}
-	p, err := local.Start(ctx, local.Config{
-		Endpoint: cfg.Endpoint, Table: cfg.Table, RulesPath: cfg.RulesPath, Logger: cfg.Logger, Metrics: sink,
-		// Small pages and one inline page: renames go through fan-out jobs under faults too.
-		Apply:   apply.Options{PageSize: 20, InlinePages: 1, DeadlineMargin: margin},
-		WrapAPI: func(db apply.API) apply.API { return NewAPI(db, cfg.Faults, cfg.Seed, counts) },
-		WrapInvoker: func(next esm.Invoker) esm.Invoker {
-			return &Invoker{next: next, faults: cfg.Faults, dice: newDice(cfg.Seed, 3), budget: budget,
-				counts: counts, margin: margin}
-		},
-		Mapping: esm.Config{
-			BatchSize: cfg.BatchSize,
-			// More than MaxPerBatch: injected faults alone never exhaust it.
-			MaximumRetryAttempts: esm.Int(budget.max + 1), BisectBatchOnFunctionError: true,
-			ReportBatchItemFailures: true, OnFailureDir: cfg.OnFailureDir,
-			RetryBackoff: 10 * time.Millisecond, PollInterval: 20 * time.Millisecond, Hooks: hooks.ESM(),
-		},
-	})
+	// start runs the stream processor on table's stream, as the function and its event
+	// source mapping deployed in that table's Region.
+	startIn := func(table, onFailureDir string, metrics io.Writer, h *Hooks) (*local.Pipeline, error) {
+		shift := cfg.Move && table == cfg.Table
+		return local.Start(ctx, local.Config{
+			Endpoint: cfg.Endpoint, Table: table, RulesPath: cfg.RulesPath, Logger: cfg.Logger, Metrics: metrics,
+			// Small pages and one inline page: renames go through fan-out jobs under faults too.
+			Apply:   apply.Options{PageSize: 20, InlinePages: 1, DeadlineMargin: margin},
+			WrapAPI: func(db apply.API) apply.API { return NewAPI(db, cfg.Faults, cfg.Seed, counts) },
+			WrapInvoker: func(next esm.Invoker) esm.Invoker {
+				if shift {
+					next = seqShift{next}
+				}
+				return &Invoker{next: next, faults: cfg.Faults, dice: newDice(cfg.Seed, 3), budget: budget,
+					counts: counts, margin: margin}
+			},
+			Mapping: esm.Config{
+				BatchSize: cfg.BatchSize,
+				// More than MaxPerBatch: injected faults alone never exhaust it.
+				MaximumRetryAttempts: esm.Int(budget.max + 1), BisectBatchOnFunctionError: true,
+				ReportBatchItemFailures: true, OnFailureDir: onFailureDir,
+				RetryBackoff: 10 * time.Millisecond, PollInterval: 20 * time.Millisecond, Hooks: h.ESM(),
+			},
+		})
+	}
+	p, err := startIn(cfg.Table, cfg.OnFailureDir, sink, hooks)
 	if err != nil {
 		return nil, err
 	}
@@ -203,31 +232,89 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	t0 := time.Now()
 	var app workload.Writer = newAppWriter(db, counts)
+	regions := &twoRegions{w: app, replica: cfg.Replica, home: cfg.HomeWrites}
 	if cfg.Replica != "" {
-		app = twoRegions{app, cfg.Replica, cfg.HomeWrites}
+		app = regions
 	}
 	parts := [][]workload.Op{plan.Ops}
-	if cfg.Faults.Replay {
+	switch {
+	case cfg.Faults.Replay:
 		// Halfway, the mapping is created again at TRIM_HORIZON while the writers go on.
 		parts = [][]workload.Op{plan.Ops[:len(plan.Ops)/2], plan.Ops[len(plan.Ops)/2:]}
+	case cfg.Move:
+		n := len(plan.Ops)
+		parts = [][]workload.Op{plan.Ops[:n/3], plan.Ops[n/3 : 2*n/3], plan.Ops[2*n/3:]}
+	}
+	cut := repl
+	var moved, back *local.Pipeline // with Move: the replica's processor, the first Region's once back
+	comeback := &emfSink{}
+	defer func() {
+		for _, q := range []*local.Pipeline{moved, back} {
+			if q != nil {
+				_ = q.Close()
+			}
+		}
+	}()
+	if cfg.Move {
+		cut = nil // the first Region's outage replaces the replica's cut-off
 	}
 	for i, part := range parts {
-		if i > 0 {
+		switch {
+		case i > 0 && cfg.Faults.Replay:
 			if err := p.Replay(); err != nil {
 				return res, fmt.Errorf("re-creating the event source mapping: %w", err)
 			}
 			res.Replays++
+		case i == 1 && cfg.Move:
+			// The first Region goes down, its processor with it; the processing moves.
+			repl.Pause(0, true)
+			regions.down.Store(true)
+			if err := p.Close(); err != nil {
+				return res, fmt.Errorf("stopping the first Region's processor: %w", err)
+			}
+			rh := newHooks(cfg.Faults, cfg.Seed+1, budget, counts)
+			rh.replicated = func(keys, old record.Item) bool { return repl.Replicated(1, keys, old) }
+			rh.cases = hooks.cases
+			if moved, err = startIn(cfg.Replica, filepath.Join(cfg.OnFailureDir, "moved"), sink, rh); err != nil {
+				return res, fmt.Errorf("deploying the processor in the replica's Region: %w", err)
+			}
+		case i == 2 && cfg.Move:
+			// The new processing Region catches up and decides every counter its processor
+			// counted again from its stream's start: the backfill, under the probe.
+			// (Not the replicator: what it carries to the first Region waits for it.)
+			if err := drain(ctx, nil, moved); err != nil {
+				return res, fmt.Errorf("draining the replica's stream: %w", err)
+			}
+			if res.Backfill, err = backfill(ctx, db, cfg.Replica, moved.File); err != nil {
+				return res, err
+			}
+			// The first Region comes back. Its processor starts once the registry is there.
+			repl.Pause(0, false)
+			regions.down.Store(false)
+			if err := awaitRegistry(ctx, db, cfg.Table, moved.StreamARN); err != nil {
+				return res, err
+			}
+			if back, err = startIn(cfg.Table, filepath.Join(cfg.OnFailureDir, "back"), comeback, hooks); err != nil {
+				return res, fmt.Errorf("restarting the first Region's processor: %w", err)
+			}
 		}
-		if err := workload.Write(ctx, app, cfg.Table, part, cfg.Workers, func() { cutOff(repl, written.Add(1), len(plan.Ops)) }); err != nil {
+		if err := workload.Write(ctx, app, cfg.Table, part, cfg.Workers, func() { cutOff(cut, written.Add(1), len(plan.Ops)) }); err != nil {
 			_ = p.Close()
 			return res, err
 		}
+	}
+	if cfg.Move {
+		p = moved // the processing Region's pipeline, for the drain and the stats
 	}
 	res.WriteDuration = time.Since(t0)
 	t1 := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, cfg.DrainTimeout)
 	defer cancel()
-	if err := drain(dctx, p, repl); err != nil {
+	pipes := []*local.Pipeline{p}
+	if back != nil {
+		pipes = append(pipes, back)
+	}
+	if err := drain(dctx, repl, pipes...); err != nil {
 		_ = p.Close()
 		return res, fmt.Errorf("draining the stream: %w", err)
 	}
@@ -236,10 +323,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			_ = p.Close()
 			return res, err
 		}
-		if err := drain(dctx, p, repl); err != nil {
+		if err := drain(dctx, repl, pipes...); err != nil {
 			_ = p.Close()
 			return res, fmt.Errorf("draining the stream after the final writes: %w", err)
 		}
+	}
+	if cfg.Move {
+		res.Comeback = comeback.stats()
 	}
 	res.DrainDuration = time.Since(t1)
 	if err := p.Close(); err != nil {
@@ -255,8 +345,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for seq, k := range hooks.Touched() {
 		res.Touched[seq] = k.PK + " " + k.SK + " [application: " + strings.Join(plan.Model.Cases(k), "; ") + "]"
 	}
-	if res.Failures, err = ReadFailures(cfg.OnFailureDir); err != nil {
-		return res, err
+	for _, dir := range []string{cfg.OnFailureDir, filepath.Join(cfg.OnFailureDir, "moved"), filepath.Join(cfg.OnFailureDir, "back")} {
+		frs, err := ReadFailures(dir)
+		if err != nil {
+			return res, err
+		}
+		res.Failures = append(res.Failures, frs...)
 	}
 
 	ev, err := ops.NewEvaluator(p.File, "")
@@ -272,7 +366,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Items = len(table)
 	res.Oracle = Oracle(plan.Model, table)
-	res.OracleReported = cfg.Replica != "" && !cfg.HomeWrites
+	res.OracleReported = cfg.Replica != "" && (!cfg.HomeWrites || cfg.Move)
 	if repl != nil {
 		res.Replication = repl.Stats()
 		if res.ReplicaVerify, err = ops.Run(ctx, ops.Config{API: db, Table: cfg.Replica, Eval: ev, Examples: 10}); err != nil {
@@ -295,9 +389,11 @@ func (r *Result) Problems() []string {
 	}
 	if !r.OracleReported {
 		out = append(out, oracleProblems(r.Oracle)...)
-	} else {
+	} else if r.Backfill == nil {
 		// Files are written by the application alone, each from one Region, and no rule
-		// writes into them: no write of theirs can lose under last writer wins.
+		// writes into them: no write of theirs can lose under last writer wins. With Move
+		// they can: the first Region's files are written in the replica's while it is down,
+		// over versions it had not replicated yet, which win or lose when it comes back.
 		var files []Mismatch
 		for _, m := range r.Oracle {
 			if KindOf(m.Key, nil) == File {
@@ -305,6 +401,13 @@ func (r *Result) Problems() []string {
 			}
 		}
 		out = append(out, oracleProblems(files)...)
+	}
+	if r.Backfill != nil && r.Backfill.Unrepaired+r.Backfill.Problems > 0 {
+		out = append(out, fmt.Sprintf("backfill in the new processing Region: %d left unrepaired, %d problems", r.Backfill.Unrepaired, r.Backfill.Problems))
+	}
+	if r.Backfill != nil && (r.Comeback.RetiredRecords == 0 || r.Comeback.Writes > 0) {
+		out = append(out, fmt.Sprintf("the first Region's processor, back: %d records skipped as of a retired stream, %d writes; want some skipped and none written",
+			r.Comeback.RetiredRecords, r.Comeback.Writes))
 	}
 	if r.ReplicaVerify != nil && !r.ReplicaVerify.Clean() {
 		out = append(out, fmt.Sprintf("verify of the replica: drift %d, problems %d", r.ReplicaVerify.Drift, r.ReplicaVerify.Problems))
@@ -431,6 +534,10 @@ func (r *Result) WriteSummary(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "oracle                %d mismatches\n", len(r.Oracle))
 	}
+	if r.Backfill != nil {
+		fmt.Fprintf(w, "moved                 backfill in the new processing Region: drift %d, unrepaired %d, problems %d; the first Region's processor back: %d invocations, %d records skipped (stream retired), %d writes\n",
+			r.Backfill.Drift, r.Backfill.Unrepaired, r.Backfill.Problems, r.Comeback.Invocations, r.Comeback.RetiredRecords, r.Comeback.Writes)
+	}
 	if r.ReplicaVerify != nil {
 		rs := r.Replication
 		fmt.Fprintf(w, "replica               %d local writes read, %d replicated (%d held while the Region was cut off), %d conflicts (last writer wins), %d repairs; drift %d, problems %d; %d items differ\n",
@@ -449,6 +556,7 @@ func (e *emfSink) Write(p []byte) (int, error) {
 		Records, Effects, Writes, DuplicatesSkipped, Retries, Failures, FanOutPages int64
 		CopiesWritten, TargetsRefreshed                                             int64
 		ConsumedWCU                                                                 float64
+		RecordsOfRetiredStream                                                      int64
 	}
 	if json.Unmarshal(p, &line) == nil {
 		e.mu.Lock()
@@ -463,6 +571,7 @@ func (e *emfSink) Write(p []byte) (int, error) {
 		e.s.WCU += line.ConsumedWCU
 		e.s.CopiesWritten += line.CopiesWritten
 		e.s.TargetsRefreshed += line.TargetsRefreshed
+		e.s.RetiredRecords += line.RecordsOfRetiredStream
 		e.mu.Unlock()
 	}
 	return len(p), nil
