@@ -3,9 +3,9 @@ package chaos
 import (
 	"context"
 	"encoding/json"
-	"math/big"
 	"fmt"
 	"hash/fnv"
+	"math/big"
 	"reflect"
 	"sort"
 	"sync/atomic"
