@@ -27,12 +27,11 @@ func TestEveryFaultConverges(t *testing.T) {
 // which expects every application write to land, is checked when the application writes
 // the items Denorm writes into in the first Region (home), and only reported otherwise.
 func TestTwoRegions(t *testing.T) {
-	t.Parallel()
+	t.Parallel() // mostly waits on the replication delay and the drains, as the move run
 	f := chaos.Everything()
 	f.Application = true
 	for _, home := range []bool{true, false} {
 		t.Run(map[bool]string{true: "home writes", false: "every item anywhere"}[home], func(t *testing.T) {
-			t.Parallel() // mostly waits: on the replication delay and the drains
 			res := run(t, chaos.Config{Seed: envUint("DENORM_CHAOS_SEED", 5), Ops: 600, Faults: f, BatchSize: 50,
 				Replica: ddbtest.TableName(t) + "-r2", ReplicationDelay: time.Second, HomeWrites: home})
 			if r := res.Replication; r.Replicated == 0 || r.Held == 0 {
@@ -49,7 +48,7 @@ func TestTwoRegions(t *testing.T) {
 // with zero drift in each. Poison records and Replay are left out: the run has three
 // mappings on two streams, and the move is itself a stream read again from its start.
 func TestProcessingRegionMoves(t *testing.T) {
-	t.Parallel() // mostly waits, as TestTwoRegions
+	t.Parallel() // beside TestTwoRegions
 	f := chaos.Everything()
 	f.Application, f.Poison, f.Replay = true, false, false
 	res := run(t, chaos.Config{Seed: envUint("DENORM_CHAOS_SEED", 6), Ops: 600, Faults: f, BatchSize: 50,
