@@ -121,7 +121,7 @@ func TestExistingTableResources(t *testing.T) {
 				"AWS::Lambda::Function":           1,
 				"AWS::Lambda::EventSourceMapping": 1,
 				"AWS::SQS::Queue":                 1,
-				"AWS::CloudWatch::Alarm":          3,
+				"AWS::CloudWatch::Alarm":          4,
 				"AWS::IAM::Role":                  1,
 				"AWS::IAM::Policy":                1,
 				"AWS::Logs::LogGroup":             1,
@@ -312,7 +312,7 @@ func TestGlobalTable(t *testing.T) {
 		"AWS::Lambda::Function":           1,
 		"AWS::Lambda::EventSourceMapping": 1,
 		"AWS::SQS::Queue":                 1,
-		"AWS::CloudWatch::Alarm":          3,
+		"AWS::CloudWatch::Alarm":          4,
 	} {
 		assert(t, func() { tmpl.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
 	}

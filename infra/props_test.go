@@ -230,7 +230,7 @@ func TestAppFailureTopicAndAlarms(t *testing.T) {
 	}
 	tmpl := assertions.Template_FromStack(stack, nil)
 	tmpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(0))
-	tmpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(2))
+	tmpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(3))
 	if d.Alarms.DeadLetters != nil {
 		t.Error("a queue alarm with a topic as the destination")
 	}

@@ -11,8 +11,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// Alarms are the three signals that something needs a person: the processor falls behind,
-// records were given up on, or the handler fails as a whole.
+// Alarms are the four signals that something needs a person: the processor falls behind,
+// records were given up on, the handler fails as a whole, or it reads a stream whose
+// records it must not apply.
 type Alarms struct {
 	// IteratorAge: the newest batch's oldest record waited longer than the threshold for
 	// five minutes in a row. Copies are stale by that much, and past MaxRecordAge records
@@ -23,6 +24,10 @@ type Alarms struct {
 	// Errors: an invocation failed as a whole (crash, timeout, returned error). Record-level
 	// failures are reported as batch item failures and do not count here.
 	Errors awscloudwatch.Alarm
+	// OtherStream: the function skipped records because its stream is not the current one
+	// of the table's stream registry: a stack left in a Region the processing moved from,
+	// or a stream never taken over (`denorm takeover`). It writes nothing meanwhile.
+	OtherStream awscloudwatch.Alarm
 }
 
 func newAlarms(scope constructs.Construct, p settings, fn awslambda.Function, dlq awssqs.IQueue) Alarms {
@@ -55,6 +60,11 @@ func newAlarms(scope constructs.Construct, p settings, fn awslambda.Function, dl
 			fn.MetricErrors(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: minute}),
 			0, 1,
 			"Denorm's stream processor failed whole invocations (crash, timeout or error); the batch is being retried and bisected."),
+		OtherStream: alarm("OtherStreamAlarm",
+			awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("Denorm"), MetricName: jsii.String("RecordsOfOtherStreams"),
+				DimensionsMap: &map[string]*string{"Function": fn.FunctionName()}, Statistic: jsii.String("Sum"), Period: minute}),
+			0, 1,
+			"Denorm's stream processor skipped records and wrote nothing: its stream is not the current one of the table's stream registry (_dn#stream). Remove this stack if the processing moved to another Region, or run denorm takeover to move it here."),
 	}
 	if dlq != nil {
 		alarms.DeadLetters = alarm("FailedBatchesAlarm",

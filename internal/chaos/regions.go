@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/denorm/denorm/internal/apply"
 	"github.com/denorm/denorm/internal/esm"
 	"github.com/denorm/denorm/internal/local"
 	"github.com/denorm/denorm/internal/ops"
@@ -24,6 +23,7 @@ import (
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/replicator"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/streams"
 	"github.com/denorm/denorm/internal/workload"
 )
 
@@ -146,7 +146,7 @@ func awaitRegistry(ctx context.Context, db *dynamodb.Client, table, arn string) 
 			return fmt.Errorf("reading the stream registry of %s: %w", table, err)
 		}
 		if out.Item != nil {
-			if reg, err := apply.ParseStreams(out.Item); err == nil && reg.Current == arn {
+			if reg, err := streams.Parse(out.Item); err == nil && reg != nil && reg.Current == arn {
 				return nil
 			}
 		}

@@ -25,6 +25,8 @@ import (
 	"github.com/denorm/denorm/internal/provision"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/replicator"
+	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/streams"
 	"github.com/denorm/denorm/internal/workload"
 )
 
@@ -83,8 +85,9 @@ type FunctionStats struct {
 	// Copies of count and sum states written onto their targets, and targets the
 	// application wrote whose state was read to put their copy back.
 	CopiesWritten, TargetsRefreshed int64
-	// RetiredRecords counts the records of batches skipped because their stream was retired.
-	RetiredRecords int64
+	// SkippedRecords counts the records of batches skipped because their stream is not the
+	// current one of the stream registry.
+	SkippedRecords int64
 }
 
 // Result is what a run did and found.
@@ -126,6 +129,9 @@ type Result struct {
 	// came back (it must write nothing: its batches are skipped, its stream retired).
 	Backfill *ops.Report
 	Comeback FunctionStats
+	// Evidence shows, for each counter the checks found drifted, its target and state item
+	// in each table, for whoever looks into it.
+	Evidence []string
 }
 
 // Run provisions the table, starts the event source mapping emulator over its stream with
@@ -275,6 +281,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			rh := newHooks(cfg.Faults, cfg.Seed+1, budget, counts)
 			rh.replicated = func(keys, old record.Item) bool { return repl.Replicated(1, keys, old) }
 			rh.cases = hooks.cases
+			// `denorm takeover` in the replica's Region, then the deploy there.
+			desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(cfg.Replica)})
+			if err != nil {
+				return res, err
+			}
+			if _, _, err := streams.TakeOver(ctx, db, cfg.Replica, p.Set.Table, aws.ToString(desc.Table.LatestStreamArn)); err != nil {
+				return res, fmt.Errorf("takeover: %w", err)
+			}
 			if moved, err = startIn(cfg.Replica, filepath.Join(cfg.OnFailureDir, "moved"), sink, rh); err != nil {
 				return res, fmt.Errorf("deploying the processor in the replica's Region: %w", err)
 			}
@@ -378,7 +392,44 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		res.ReplicaDiffs = diffTables(table, replica)
 	}
+	res.Evidence = evidence(ctx, db, []string{cfg.Table, cfg.Replica}, res.Verify, res.ReplicaVerify)
 	return res, nil
+}
+
+// evidence reads the target and the state item of every drifted count or sum the reports
+// show, in each table.
+func evidence(ctx context.Context, db *dynamodb.Client, tables []string, reps ...*ops.Report) []string {
+	var out []string
+	seen := map[Key]bool{}
+	for _, rep := range reps {
+		if rep == nil {
+			continue
+		}
+		for _, rr := range rep.Rules {
+			if rr.Kind != "count" && rr.Kind != "sum" {
+				continue
+			}
+			for _, ex := range rr.Examples {
+				k := Key{PK: ex.PK, SK: ex.SK}
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				for _, tb := range tables {
+					for _, key := range []Key{k, {PK: rules.StatePrefix + k.PK, SK: k.SK}} {
+						if tb == "" {
+							continue
+						}
+						got, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tb), ConsistentRead: aws.Bool(true), Key: keyItem(key)})
+						if err == nil {
+							out = append(out, fmt.Sprintf("%s: %s %s {%s}", tb, key.PK, key.SK, brief(got.Item)))
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Problems lists every check the run failed; none means Denorm kept every invariant.
@@ -405,9 +456,9 @@ func (r *Result) Problems() []string {
 	if r.Backfill != nil && r.Backfill.Unrepaired+r.Backfill.Problems > 0 {
 		out = append(out, fmt.Sprintf("backfill in the new processing Region: %d left unrepaired, %d problems", r.Backfill.Unrepaired, r.Backfill.Problems))
 	}
-	if r.Backfill != nil && (r.Comeback.RetiredRecords == 0 || r.Comeback.Writes > 0) {
+	if r.Backfill != nil && (r.Comeback.SkippedRecords == 0 || r.Comeback.Writes > 0) {
 		out = append(out, fmt.Sprintf("the first Region's processor, back: %d records skipped as of a retired stream, %d writes; want some skipped and none written",
-			r.Comeback.RetiredRecords, r.Comeback.Writes))
+			r.Comeback.SkippedRecords, r.Comeback.Writes))
 	}
 	if r.ReplicaVerify != nil && !r.ReplicaVerify.Clean() {
 		out = append(out, fmt.Sprintf("verify of the replica: drift %d, problems %d", r.ReplicaVerify.Drift, r.ReplicaVerify.Problems))
@@ -536,7 +587,10 @@ func (r *Result) WriteSummary(w io.Writer) {
 	}
 	if r.Backfill != nil {
 		fmt.Fprintf(w, "moved                 backfill in the new processing Region: drift %d, unrepaired %d, problems %d; the first Region's processor back: %d invocations, %d records skipped (stream retired), %d writes\n",
-			r.Backfill.Drift, r.Backfill.Unrepaired, r.Backfill.Problems, r.Comeback.Invocations, r.Comeback.RetiredRecords, r.Comeback.Writes)
+			r.Backfill.Drift, r.Backfill.Unrepaired, r.Backfill.Problems, r.Comeback.Invocations, r.Comeback.SkippedRecords, r.Comeback.Writes)
+	}
+	for _, e := range r.Evidence {
+		fmt.Fprintf(w, "drifted counter       %s\n", e)
 	}
 	if r.ReplicaVerify != nil {
 		rs := r.Replication
@@ -556,7 +610,7 @@ func (e *emfSink) Write(p []byte) (int, error) {
 		Records, Effects, Writes, DuplicatesSkipped, Retries, Failures, FanOutPages int64
 		CopiesWritten, TargetsRefreshed                                             int64
 		ConsumedWCU                                                                 float64
-		RecordsOfRetiredStream                                                      int64
+		RecordsOfOtherStreams                                                      int64
 	}
 	if json.Unmarshal(p, &line) == nil {
 		e.mu.Lock()
@@ -571,7 +625,7 @@ func (e *emfSink) Write(p []byte) (int, error) {
 		e.s.WCU += line.ConsumedWCU
 		e.s.CopiesWritten += line.CopiesWritten
 		e.s.TargetsRefreshed += line.TargetsRefreshed
-		e.s.RetiredRecords += line.RecordsOfRetiredStream
+		e.s.SkippedRecords += line.RecordsOfOtherStreams
 		e.mu.Unlock()
 	}
 	return len(p), nil

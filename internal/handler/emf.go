@@ -22,9 +22,9 @@ func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFaile
 	if o.Failed != "" || batchFailed {
 		failures = 1
 	}
-	retired := 0
-	if o.Retired {
-		retired = o.Records
+	skipped := 0
+	if o.Skipped {
+		skipped = o.Records
 	}
 	values := []value{
 		{"Records", "Count", o.Records},
@@ -47,7 +47,7 @@ func writeEMF(w io.Writer, function string, now time.Time, o Outcome, batchFaile
 		{"ExtremeRaises", "Count", o.Stats.ExtremeRaises},
 		{"ExtremesKept", "Count", o.Stats.ExtremesKept},
 		{"ExtremeRecomputes", "Count", o.Stats.ExtremeRecomputes},
-		{"RecordsOfRetiredStream", "Count", retired},
+		{"RecordsOfOtherStreams", "Count", skipped},
 	}
 	for g, n := range o.Stats.Refused {
 		if apply.Guard(g) != apply.GuardNone {

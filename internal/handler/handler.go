@@ -17,6 +17,7 @@ import (
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/streams"
 )
 
 // Handler processes DynamoDB stream batches. Build it once per process.
@@ -64,11 +65,11 @@ type Outcome struct {
 	// Unlinked counts rule effects left out because the item does not carry a variable of
 	// the target's key (plan.RecordPlan.Unlinked): linked to no target, not a failure.
 	Unlinked int
-	// Retired is set when the batch's stream has been retired in the table's stream
-	// registry: another stream's processor has taken over (a global table processed in
-	// another Region now). The batch is skipped whole and nothing is written; Reason says
-	// which stream took over.
-	Retired bool
+	// Skipped is set when the table's stream registry says the batch's stream is not the
+	// current one: retired (another stream took over: a global table processed in another
+	// Region now) or not registered (`denorm takeover` has not been run for it). The batch
+	// is skipped whole and nothing is written; Reason says which stream is current.
+	Skipped bool
 }
 
 // Handle is the Lambda handler. It returns an error (a whole-batch failure, which Lambda
@@ -107,19 +108,23 @@ func (h *Handler) Process(ctx context.Context, payload json.RawMessage) (Outcome
 	plans := make([]plan.RecordPlan, 0, len(raws))
 	seqs := make([]string, 0, len(raws))
 	stop := len(raws)
-	epoch, known := 0, false
+	epoch, known, stream := 0, false, ""
 	for i, raw := range raws {
 		c, err := record.Decode(raw)
 		if err == nil && i == 0 && !c.Created.IsZero() {
 			o.Age = h.now().Sub(c.Created)
 		}
+		if err == nil && known && c.Source != stream {
+			err = fmt.Errorf("record %s is of stream %q in a batch of stream %q", c.EventID, c.Source, stream)
+		}
 		if err == nil && !known {
+			stream = c.Source
 			// Every record of a batch comes from one stream: its epoch is read once.
 			var st apply.Stats
 			st, epoch, err = h.exec.StreamEpoch(ctx, c.Source)
 			o.Stats.Add(st)
-			if errors.Is(err, apply.ErrRetired) {
-				o.Retired, o.Reason = true, err
+			if errors.Is(err, streams.ErrRetired) || errors.Is(err, streams.ErrUnregistered) {
+				o.Skipped, o.Reason = true, err
 				return o, nil
 			}
 			known = err == nil
@@ -189,8 +194,8 @@ func (h *Handler) emit(ctx context.Context, o Outcome, err error) {
 	case err != nil:
 		level, msg = slog.LevelError, "batch failed"
 		attrs = append(attrs, slog.String("error", err.Error()))
-	case o.Retired:
-		level, msg = slog.LevelError, "batch skipped: stream retired, another stream's processor has taken over; remove this processor"
+	case o.Skipped:
+		level, msg = slog.LevelError, "batch skipped: not the current stream of the table's stream registry; this processor writes nothing"
 		attrs = append(attrs, slog.String("reason", o.Reason.Error()))
 	case o.Failed != "":
 		level, msg = slog.LevelWarn, "record not applied"

@@ -15,14 +15,16 @@ import (
 	"github.com/denorm/denorm/internal/apply"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/streams"
 )
 
 // A second stream takes over the table's Denorm state: the processing Region of a global
 // table moved, each Region's replica having a stream of its own whose sequence numbers mean
-// nothing against the first's. Here the second stream's numbers are far below the first's,
-// the worst case: without epochs its copy, its same-partition count (watermark) and its
-// relayed count (relay watermark) would all be refused as older. The first stream, read
-// again afterwards, is retired: its batch is skipped and writes nothing.
+// nothing against the first's. Before `denorm takeover` its batches are skipped. Here the
+// second stream's numbers are far below the first's, the worst case: without epochs its
+// copy, its same-partition count (watermark) and its relayed count (relay watermark) would
+// all be refused as older. The first stream, read again afterwards, is retired: its batch
+// is skipped and writes nothing.
 func TestStreamTakesOver(t *testing.T) {
 	e := newEnv(t, apply.Options{StreamCheck: time.Nanosecond})
 	e.api.failAfter = -1
@@ -57,10 +59,17 @@ func TestStreamTakesOver(t *testing.T) {
 	e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Bea", "postCount": "1"})
 	e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#c2", "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#c2", "status": "visible", "likes": "3"})
 	e.put(map[string]string{"pk": "POST#p2", "sk": "METADATA", "userId": "u1"})
+	// A stream the registry does not know writes nothing until it takes over.
+	recs := e.reader.Read(0)
+	e.skipped("the second stream before the takeover", recs, second, renumber[second])
+	e.want("the second stream before the takeover", "Ann", 1, 2, 1)
+	if _, epoch, err := streams.TakeOver(context.Background(), e.db, e.table, e.set.Table, second); err != nil || epoch != 1 {
+		t.Fatalf("takeover: epoch %d, %v; want 1", epoch, err)
+	}
+	e.lambdaLike(e.encodeAs(recs, second, renumber[second]))
 	drainAs(second)
 	e.want("second stream", "Bea", 2, 5, 2)
-	reg := e.get(rules.StreamRegistryPK, rules.StreamRegistryPK)
-	st, err := apply.ParseStreams(reg)
+	st, err := streams.Parse(e.get(rules.StreamRegistryPK, rules.StreamRegistryPK))
 	if err != nil || st.Current != second || st.Epoch != 1 || !slices.Equal(st.Retired, []string{first}) {
 		t.Fatalf("stream registry %+v (%v), want %s current at epoch 1 and %s retired", st, err, second, first)
 	}
@@ -68,15 +77,22 @@ func TestStreamTakesOver(t *testing.T) {
 	// The first stream's processor comes back (its Region returns): it writes nothing.
 	e.put(map[string]string{"pk": "USER#u1", "sk": "PROFILE", "name": "Cid", "postCount": "2"})
 	e.put(map[string]string{"pk": "POST#p1", "sk": "COMMENT#c3", "gsi1pk": "USER#u1", "gsi1sk": "COMMENT#c3", "status": "visible", "likes": "4"})
-	recs := e.reader.Read(0)
-	out, err := e.h.Process(context.Background(), record.EncodeEvent(e.encodeAs(recs, first, renumber[first])))
-	if err != nil || !out.Retired || out.Stats.Requests != 0 || out.Failed != "" {
-		t.Fatalf("the first stream read again: %+v, %v; want the batch skipped as retired, nothing written", out, err)
-	}
+	recs = e.reader.Read(0)
+	e.skipped("the first stream read again", recs, first, renumber[first])
 	e.want("the first stream read again", "Bea", 2, 5, 2)
 	e.lambdaLike(e.encodeAs(recs, second, renumber[second])) // the same writes as the second stream carries them
 	drainAs(second)
 	e.want("second stream again", "Cid", 3, 9, 2)
+}
+
+// skipped delivers recs as records of the stream arn and fails unless the whole batch is
+// skipped, with nothing written.
+func (e *env) skipped(when string, recs []stypes.Record, arn string, seq func(string) string) {
+	e.t.Helper()
+	out, err := e.h.Process(context.Background(), record.EncodeEvent(e.encodeAs(recs, arn, seq)))
+	if err != nil || !out.Skipped || out.Stats.Requests != 0 || out.Failed != "" {
+		e.t.Fatalf("%s: %+v, %v; want the batch skipped, nothing written", when, out, err)
+	}
 }
 
 // recordsAs reads the stream records written since the last call as records of the stream

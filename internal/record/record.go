@@ -57,7 +57,7 @@ type Change struct {
 	SizeBytes int64
 	// Source is the eventSourceARN (the stream ARN).
 	Source string
-	// Epoch is the number the stream registry gave Source's stream (apply.Epochs): 0 for
+	// Epoch is the number the stream registry gave Source's stream (package streams): 0 for
 	// the first stream that fed the table's Denorm state. Not decoded: the processor sets it.
 	Epoch int
 }
