@@ -610,7 +610,7 @@ func (e *emfSink) Write(p []byte) (int, error) {
 		Records, Effects, Writes, DuplicatesSkipped, Retries, Failures, FanOutPages int64
 		CopiesWritten, TargetsRefreshed                                             int64
 		ConsumedWCU                                                                 float64
-		RecordsOfOtherStreams                                                      int64
+		RecordsOfOtherStreams                                                       int64
 	}
 	if json.Unmarshal(p, &line) == nil {
 		e.mu.Lock()
