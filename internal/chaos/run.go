@@ -70,11 +70,12 @@ type Config struct {
 	// Move moves the processing to Replica's Region (requires Replica; no Poison, no Replay).
 	// While the second third of the operations is written, Table's Region is down: its
 	// processor stops with records unread, nothing is replicated to or from it, and the
-	// application writes in the replica's Region only. The processor is deployed on the
-	// replica's stream (TRIM_HORIZON). Then Table's Region comes back: replication resumes,
-	// and once the stream registry has reached it, its processor starts again at
-	// TRIM_HORIZON, and must write nothing. After the drain, `denorm backfill` runs on the
-	// replica under the probe, and the stream drains again before the checks.
+	// application writes in the replica's Region only. `denorm takeover` moves the
+	// processing and the processor is deployed on the replica's stream (TRIM_HORIZON). Then
+	// Table's Region comes back: replication resumes, and once the stream registry has
+	// reached it, its processor starts again at TRIM_HORIZON, and must write nothing. Once
+	// everything has drained, `denorm backfill` runs on the replica under the probe, and the
+	// application writes the last third in both Regions.
 	Move bool
 }
 
@@ -293,24 +294,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				return res, fmt.Errorf("deploying the processor in the replica's Region: %w", err)
 			}
 		case i == 2 && cfg.Move:
-			// The new processing Region catches up and decides every counter its processor
-			// counted again from its stream's start: the backfill, under the probe.
-			// (Not the replicator: what it carries to the first Region waits for it.)
-			if err := drain(ctx, nil, moved); err != nil {
-				return res, fmt.Errorf("draining the replica's stream: %w", err)
-			}
-			if res.Backfill, err = backfill(ctx, db, cfg.Replica, moved.File); err != nil {
-				return res, err
-			}
 			// The first Region comes back. Its processor starts once the registry is there.
 			repl.Pause(0, false)
-			regions.down.Store(false)
 			if err := awaitRegistry(ctx, db, cfg.Table, moved.StreamARN); err != nil {
 				return res, err
 			}
 			if back, err = startIn(cfg.Table, filepath.Join(cfg.OnFailureDir, "back"), comeback, hooks); err != nil {
 				return res, fmt.Errorf("restarting the first Region's processor: %w", err)
 			}
+			// Once everything has drained, the new processing Region decides every counter
+			// its processor counted again from its stream's start: the backfill, under the
+			// probe. Then the application writes in both Regions again.
+			if err := drain(ctx, repl, moved, back); err != nil {
+				return res, fmt.Errorf("draining after the first Region came back: %w", err)
+			}
+			if res.Backfill, err = backfill(ctx, db, cfg.Replica, moved.File); err != nil {
+				return res, err
+			}
+			regions.down.Store(false)
 		}
 		if err := workload.Write(ctx, app, cfg.Table, part, cfg.Workers, func() { cutOff(cut, written.Add(1), len(plan.Ops)) }); err != nil {
 			_ = p.Close()
