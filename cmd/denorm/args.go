@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/denorm/denorm/internal/awsconf"
+	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/table"
 )
 
@@ -65,6 +71,43 @@ func tableArg(fs *flag.FlagSet, name string) error {
 		return &exitError{code: 2, err: fmt.Errorf("--table: %w", err)}
 	}
 	return nil
+}
+
+// liveTable is the rules file, --table and --endpoint of a command that works on one live
+// table.
+type liveTable struct{ rules, table, endpoint *string }
+
+func liveTableFlags(fs *flag.FlagSet) liveTable {
+	return liveTable{
+		rules:    fs.String("rules", "", "rules file (or give it as the argument FILE)"),
+		table:    fs.String("table", "", "table name (required)"),
+		endpoint: fs.String("endpoint", os.Getenv("DENORM_DYNAMODB_ENDPOINT"), "DynamoDB endpoint URL (DynamoDB Local, LocalStack); empty for AWS"),
+	}
+}
+
+// open parses args, loads the rules file and returns it with a DynamoDB client for the
+// endpoint (AWS when it is empty).
+func (lt liveTable) open(ctx context.Context, fs *flag.FlagSet, args []string) (*rules.File, *dynamodb.Client, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	rulesPath, err := rulesArg(fs, *lt.rules, pos, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := tableArg(fs, *lt.table); err != nil {
+		return nil, nil, err
+	}
+	f, err := rules.Load(rulesPath)
+	if err != nil {
+		return nil, nil, &exitError{code: 2, err: err}
+	}
+	cfg, err := awsconf.Load(ctx, *lt.endpoint)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, awsconf.DynamoDB(cfg, *lt.endpoint != ""), nil
 }
 
 // usageError prints the command's usage and returns an exit status 2 error.

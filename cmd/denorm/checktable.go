@@ -11,8 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/denorm/denorm/internal/awsconf"
-	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/table"
 	"github.com/denorm/denorm/internal/tablecheck"
 )
@@ -32,30 +30,12 @@ type describeAPI interface {
 // described), 2 for bad flags or rules.
 func runCheckTable(ctx context.Context, args []string) error {
 	fs := newFlags("check-table", "(FILE | --rules FILE) --table NAME [--endpoint URL]")
-	rulesFlag := fs.String("rules", "", "rules file (or give it as the argument FILE)")
-	name := fs.String("table", "", "table name (required)")
-	endpoint := fs.String("endpoint", os.Getenv("DENORM_DYNAMODB_ENDPOINT"), "DynamoDB endpoint URL (DynamoDB Local, LocalStack); empty for AWS")
-	pos, err := parseArgs(fs, args)
+	lt := liveTableFlags(fs)
+	f, client, err := lt.open(ctx, fs, args)
 	if err != nil {
 		return err
 	}
-	rulesPath, err := rulesArg(fs, *rulesFlag, pos, "")
-	if err != nil {
-		return err
-	}
-	if err := tableArg(fs, *name); err != nil {
-		return err
-	}
-	f, err := rules.Load(rulesPath)
-	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	cfg, err := awsconf.Load(ctx, *endpoint)
-	if err != nil {
-		return err
-	}
-	client := awsconf.DynamoDB(cfg, *endpoint != "")
-	return checkTable(ctx, os.Stdout, client, *name, *endpoint, f.Table)
+	return checkTable(ctx, os.Stdout, client, *lt.table, *lt.endpoint, f.Table)
 }
 
 // checkTable describes the table, compares it with spec and prints the result to w; the

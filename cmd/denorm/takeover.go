@@ -9,8 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/denorm/denorm/internal/awsconf"
-	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/streams"
 	"github.com/denorm/denorm/internal/table"
 )
@@ -30,30 +28,13 @@ type takeOverAPI interface {
 // it cannot be, 2 for bad flags or rules.
 func runTakeOver(ctx context.Context, args []string) error {
 	fs := newFlags("takeover", "(FILE | --rules FILE) --table NAME [--stream ARN] [--endpoint URL]")
-	rulesFlag := fs.String("rules", "", "rules file (or give it as the argument FILE)")
-	name := fs.String("table", "", "table name (required)")
+	lt := liveTableFlags(fs)
 	stream := fs.String("stream", "", "the stream that takes over (default: the table's latest stream in this Region)")
-	endpoint := fs.String("endpoint", os.Getenv("DENORM_DYNAMODB_ENDPOINT"), "DynamoDB endpoint URL (DynamoDB Local, LocalStack); empty for AWS")
-	pos, err := parseArgs(fs, args)
+	f, client, err := lt.open(ctx, fs, args)
 	if err != nil {
 		return err
 	}
-	rulesPath, err := rulesArg(fs, *rulesFlag, pos, "")
-	if err != nil {
-		return err
-	}
-	if err := tableArg(fs, *name); err != nil {
-		return err
-	}
-	f, err := rules.Load(rulesPath)
-	if err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	cfg, err := awsconf.Load(ctx, *endpoint)
-	if err != nil {
-		return err
-	}
-	return takeOver(ctx, os.Stdout, awsconf.DynamoDB(cfg, *endpoint != ""), *name, *stream, f.Table)
+	return takeOver(ctx, os.Stdout, client, *lt.table, *stream, f.Table)
 }
 
 func takeOver(ctx context.Context, w io.Writer, api takeOverAPI, name, arn string, spec table.Spec) error {
