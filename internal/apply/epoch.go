@@ -69,12 +69,13 @@ func (r *run) streamEpoch(arn string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if err := reg.Err(arn); err != nil {
-			return 0, err
-		}
-		if reg.Of(arn) == streams.Current {
+		switch reg.Of(arn) {
+		case streams.Current:
 			return reg.Epoch, nil
+		case streams.Retired, streams.Unregistered:
+			return 0, reg.Err(arn)
 		}
+		// No registry yet: this is the table's first stream.
 		if !consistent {
 			consistent = true // an eventually consistent read can miss a claim just made
 			continue

@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/esm"
 	"github.com/denorm/denorm/internal/local"
@@ -24,6 +23,7 @@ import (
 	"github.com/denorm/denorm/internal/replicator"
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/streams"
+	"github.com/denorm/denorm/internal/table"
 	"github.com/denorm/denorm/internal/workload"
 )
 
@@ -135,23 +135,20 @@ func drain(ctx context.Context, repl *replicator.Replicator, pipes ...*local.Pip
 	}
 }
 
-// awaitRegistry waits until table's stream registry names arn current: the registry a
-// processor in another Region wrote has been replicated to table's Region.
-func awaitRegistry(ctx context.Context, db *dynamodb.Client, table, arn string) error {
+// awaitRegistry waits until table's stream registry names arn current: the registry
+// written in another Region has been replicated to table's Region.
+func awaitRegistry(ctx context.Context, db *dynamodb.Client, tbl string, spec table.Spec, arn string) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-			Key: record.Item{"pk": &types.AttributeValueMemberS{Value: rules.StreamRegistryPK}, "sk": &types.AttributeValueMemberS{Value: rules.StreamRegistryPK}}})
+		out, err := db.GetItem(ctx, streams.Get(tbl, spec, true))
 		if err != nil {
-			return fmt.Errorf("reading the stream registry of %s: %w", table, err)
+			return fmt.Errorf("reading the stream registry of %s: %w", tbl, err)
 		}
-		if out.Item != nil {
-			if reg, err := streams.Parse(out.Item); err == nil && reg != nil && reg.Current == arn {
-				return nil
-			}
+		if reg, err := streams.Parse(out.Item); err == nil && reg.Of(arn) == streams.Current {
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the stream registry of %s does not name %s after a minute", table, arn)
+			return fmt.Errorf("the stream registry of %s does not name %s after a minute", tbl, arn)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -296,7 +296,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		case i == 2 && cfg.Move:
 			// The first Region comes back. Its processor starts once the registry is there.
 			repl.Pause(0, false)
-			if err := awaitRegistry(ctx, db, cfg.Table, moved.StreamARN); err != nil {
+			if err := awaitRegistry(ctx, db, cfg.Table, moved.Set.Table, moved.StreamARN); err != nil {
 				return res, err
 			}
 			if back, err = startIn(cfg.Table, filepath.Join(cfg.OnFailureDir, "back"), comeback, hooks); err != nil {
