@@ -13,7 +13,7 @@ import (
 // Every fault at once on a short workload: the table ends exactly as the rules say (verify
 // engine and oracle), the poison records and only they are in the on-failure destination.
 func TestEveryFaultConverges(t *testing.T) {
-	run(t, chaos.Config{Seed: envUint("DENORM_CHAOS_SEED", 1), Ops: 1500, Faults: chaos.Everything(),
+	run(t, chaos.Config{Seed: envUint("DENORM_CHAOS_SEED", 1), Ops: 1000, Faults: chaos.Everything(),
 		BatchSize: 50})
 }
 
@@ -76,7 +76,7 @@ func TestEachFaultAlone(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			run(t, chaos.Config{Seed: 10, Ops: 350, Faults: tc.f, BatchSize: 25})
+			run(t, chaos.Config{Seed: 10, Ops: 250, Faults: tc.f, BatchSize: 25})
 		})
 	}
 }
@@ -88,7 +88,7 @@ func TestEachFaultAlone(t *testing.T) {
 func TestApplicationUnderRedelivery(t *testing.T) {
 	f := chaos.Everything()
 	f.Application = true
-	run(t, chaos.Config{Seed: envUint("DENORM_CHAOS_SEED", 3), Ops: 1500, Faults: f, BatchSize: 50})
+	run(t, chaos.Config{Seed: envUint("DENORM_CHAOS_SEED", 3), Ops: 1000, Faults: f, BatchSize: 50})
 }
 
 // TestSoak is `make soak`: DENORM_SOAK_OPS operations (skipped when unset) with every
