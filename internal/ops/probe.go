@@ -17,6 +17,7 @@ import (
 	"github.com/denorm/denorm/internal/plan"
 	"github.com/denorm/denorm/internal/retry"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/streams"
 	"github.com/denorm/denorm/internal/table"
 )
 
@@ -40,6 +41,8 @@ type ProbeResult struct {
 	Rules []string
 	// NoStream is true when the table has no stream enabled: nothing can answer.
 	NoStream bool
+	// StreamARN is the table's stream in the Region the probe was written in.
+	StreamARN string
 }
 
 // Probe writes a probe item into table and waits up to wait for the stream processor to
@@ -56,6 +59,7 @@ func Probe(ctx context.Context, api API, tbl string, spec table.Spec, wait time.
 		res.NoStream = true
 		return res, nil
 	}
+	res.StreamARN = aws.ToString(desc.Table.LatestStreamArn)
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return res, err
@@ -130,6 +134,9 @@ func CheckProcessor(ctx context.Context, api API, tbl string, ev *Evaluator, wai
 	case res.NoStream:
 		return 0, fmt.Errorf("%w: table %s has no stream, so no stream processor applies its writes: enable its NEW_AND_OLD_IMAGES stream and deploy the processor (denorm check-table prints the command), then backfill; a count backfilled now misses every write made before the processor starts", ErrNoProcessor, tbl)
 	case !res.Answered:
+		if err := notProcessedHere(ctx, api, tbl, ev.spec, res.StreamARN); err != nil {
+			return 0, fmt.Errorf("%w: the stream processor did not answer a probe written to %s within %s: %w", ErrNoProcessor, tbl, wait, err)
+		}
 		return 0, fmt.Errorf("%w: the stream processor did not answer a probe written to %s within %s: it is not deployed, its event source mapping is disabled, or it is that far behind (or it is a version that does not answer probes). "+
 			"Counts and sums backfilled now are counted again when it applies the writes still on the stream (a first start at TRIM_HORIZON applies the last 24 hours). "+
 			"Deploy or enable it, wait until its IteratorAge is near 0, and run the backfill again", ErrNoProcessor, tbl, wait)
@@ -149,4 +156,26 @@ func CheckProcessor(ctx context.Context, api API, tbl string, ev *Evaluator, wai
 			ErrNoProcessor, tbl, missing, res.Rules)
 	}
 	return res.RoundTrip, nil
+}
+
+// notProcessedHere says, from the table's stream registry, why no processor answers in this
+// Region: its stream is retired, or another one is current (nil when neither: this
+// Region's stream is the current one, or the first). A registry that cannot be read says
+// nothing more than the probe did.
+func notProcessedHere(ctx context.Context, api API, tbl string, spec table.Spec, arn string) error {
+	out, err := api.GetItem(ctx, streams.Get(tbl, spec, true))
+	if err != nil {
+		return nil
+	}
+	reg, err := streams.Parse(out.Item)
+	if err != nil {
+		return nil
+	}
+	switch reg.Of(arn) {
+	case streams.Retired:
+		return fmt.Errorf("this Region's stream %s is retired: Denorm applies the records of %s (epoch %d), in its Region; run the backfill there", arn, reg.Current, reg.Epoch)
+	case streams.Unregistered:
+		return fmt.Errorf("this Region's stream %s is not the current one of the table's stream registry: Denorm applies the records of %s (epoch %d); run the backfill in that stream's Region, or move the processing here first with `denorm takeover`", arn, reg.Current, reg.Epoch)
+	}
+	return nil
 }

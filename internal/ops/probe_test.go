@@ -14,6 +14,7 @@ import (
 
 	"github.com/denorm/denorm/internal/ops"
 	"github.com/denorm/denorm/internal/rules"
+	"github.com/denorm/denorm/internal/streams"
 )
 
 // answering plays the stream processor's part in a probe: it answers every probe it finds
@@ -99,6 +100,38 @@ func TestCheckProcessor(t *testing.T) {
 			}
 		})
 	}
+	// A processor elsewhere: the registry says where, and the error names it.
+	desc, err := fx.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(fx.table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	here, other := aws.ToString(desc.Table.LatestStreamArn), "arn:aws:dynamodb:eu-west-1:123456789012:table/"+fx.table+"/stream/2026-01-01T00:00:00.000"
+	for _, c := range []struct {
+		name      string
+		takeOvers []string // in order, on the registry the case before left
+		want      string
+	}{
+		{"another Region's stream current", []string{other},
+			"this Region's stream " + here + " is not the current one of the table's stream registry: Denorm applies the records of " + other + " (epoch 1)"},
+		{"this Region's stream retired", []string{here, other + "-2"},
+			"this Region's stream " + here + " is retired: Denorm applies the records of " + other + "-2 (epoch 3), in its Region; run the backfill there"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, arn := range c.takeOvers {
+				if _, _, err := streams.TakeOver(ctx, fx.db, fx.table, f.Table, arn); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := ops.CheckProcessor(ctx, fx.db, fx.table, evOf("post-comment-count"), 300*time.Millisecond)
+			if !errors.Is(err, ops.ErrNoProcessor) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want ErrNoProcessor saying %q", err, c.want)
+			}
+		})
+	}
+	if _, err := fx.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(fx.table), Key: streams.Key(f.Table)}); err != nil {
+		t.Fatal(err)
+	}
+
 	t.Run("no stream", func(t *testing.T) {
 		if _, err := fx.db.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(fx.table),
 			StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(false)}}); err != nil {
