@@ -154,19 +154,19 @@ func awaitRegistry(ctx context.Context, db *dynamodb.Client, tbl string, spec ta
 	}
 }
 
-// backfill runs `denorm backfill` on table: the probe first (its processor must answer),
-// then a repairing run of every rule.
-func backfill(ctx context.Context, db *dynamodb.Client, table string, file *rules.File) (*ops.Report, error) {
+// backfill runs `denorm backfill` or `denorm verify --repair` (mode) on table: the probe
+// first (its processor must answer), then a repairing run of every rule.
+func backfill(ctx context.Context, db *dynamodb.Client, table string, file *rules.File, mode string) (*ops.Report, error) {
 	ev, err := ops.NewEvaluator(file, "")
 	if err != nil {
 		return nil, err
 	}
 	if _, err := ops.CheckProcessor(ctx, db, table, ev, 30*time.Second); err != nil {
-		return nil, fmt.Errorf("backfill of %s: %w", table, err)
+		return nil, fmt.Errorf("%s of %s: %w", mode, table, err)
 	}
-	rep, err := ops.Run(ctx, ops.Config{API: db, Table: table, Eval: ev, Repair: true, Mode: "backfill", Settle: time.Second, Examples: 10})
+	rep, err := ops.Run(ctx, ops.Config{API: db, Table: table, Eval: ev, Repair: true, Mode: mode, Settle: time.Second, Examples: 10})
 	if err != nil {
-		return nil, fmt.Errorf("backfill of %s: %w", table, err)
+		return nil, fmt.Errorf("%s of %s: %w", mode, table, err)
 	}
 	return rep, nil
 }

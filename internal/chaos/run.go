@@ -126,13 +126,25 @@ type Result struct {
 	Replication   replicator.Stats
 	ReplicaVerify *ops.Report
 	ReplicaDiffs  []string
-	// With Move: the backfill's report, and what the first Region's processor did once it
-	// came back (it must write nothing: its batches are skipped, its stream retired).
-	Backfill *ops.Report
-	Comeback FunctionStats
+	// With Move: what the procedure of docs/processor.md found and did.
+	Move *MoveResult
 	// Evidence shows, for each counter the checks found drifted, its target and state item
 	// in each table, for whoever looks into it.
 	Evidence []string
+}
+
+// MoveResult is what moving the processing Region did (Config.Move), step by step as
+// docs/processor.md, "Moving the processing Region", tells an operator to.
+type MoveResult struct {
+	// Backfill is step 3's report: `denorm backfill` in the new processing Region once its
+	// processor has caught up, the first Region still down.
+	Backfill *ops.Report
+	// Repair is step 4's: `denorm verify --repair` there once the first Region is back and
+	// replication has drained.
+	Repair *ops.Report
+	// Comeback is what the first Region's processor did once it came back: it must write
+	// nothing (its batches are skipped, its stream retired).
+	Comeback FunctionStats
 }
 
 // Run provisions the table, starts the event source mapping emulator over its stream with
@@ -264,6 +276,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}()
 	if cfg.Move {
 		cut = nil // the first Region's outage replaces the replica's cut-off
+		res.Move = &MoveResult{}
 	}
 	for i, part := range parts {
 		switch {
@@ -294,6 +307,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				return res, fmt.Errorf("deploying the processor in the replica's Region: %w", err)
 			}
 		case i == 2 && cfg.Move:
+			// Step 3: once the new processor has caught up, the backfill decides every
+			// counter it counted again from its stream's start, under the probe. (Nothing
+			// replicates while the first Region is down: the replicator holds its writes.)
+			if err := drain(ctx, nil, moved); err != nil {
+				return res, fmt.Errorf("draining the replica's stream: %w", err)
+			}
+			if res.Move.Backfill, err = backfill(ctx, db, cfg.Replica, moved.File, "backfill"); err != nil {
+				return res, err
+			}
 			// The first Region comes back. Its processor starts once the registry is there.
 			repl.Pause(0, false)
 			if err := awaitRegistry(ctx, db, cfg.Table, moved.Set.Table, moved.StreamARN); err != nil {
@@ -302,13 +324,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if back, err = startIn(cfg.Table, filepath.Join(cfg.OnFailureDir, "back"), comeback, hooks); err != nil {
 				return res, fmt.Errorf("restarting the first Region's processor: %w", err)
 			}
-			// Once everything has drained, the new processing Region decides every counter
-			// its processor counted again from its stream's start: the backfill, under the
-			// probe. Then the application writes in both Regions again.
+			// Step 4: once replication has drained, verify --repair in the processing
+			// Region. What the first Region wrote before it went down and had not
+			// replicated arrives only now, Denorm's writes among it: they were made from
+			// records the new processor applies again as they arrive. Then the application
+			// writes in both Regions again.
 			if err := drain(ctx, repl, moved, back); err != nil {
 				return res, fmt.Errorf("draining after the first Region came back: %w", err)
 			}
-			if res.Backfill, err = backfill(ctx, db, cfg.Replica, moved.File); err != nil {
+			if res.Move.Repair, err = backfill(ctx, db, cfg.Replica, moved.File, "verify --repair"); err != nil {
 				return res, err
 			}
 			regions.down.Store(false)
@@ -344,7 +368,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	if cfg.Move {
-		res.Comeback = comeback.stats()
+		res.Move.Comeback = comeback.stats()
 	}
 	res.DrainDuration = time.Since(t1)
 	if err := p.Close(); err != nil {
@@ -441,7 +465,7 @@ func (r *Result) Problems() []string {
 	}
 	if !r.OracleReported {
 		out = append(out, oracleProblems(r.Oracle)...)
-	} else if r.Backfill == nil {
+	} else if r.Move == nil {
 		// Files are written by the application alone, each from one Region, and no rule
 		// writes into them: no write of theirs can lose under last writer wins. With Move
 		// they can: the first Region's files are written in the replica's while it is down,
@@ -454,12 +478,21 @@ func (r *Result) Problems() []string {
 		}
 		out = append(out, oracleProblems(files)...)
 	}
-	if r.Backfill != nil && r.Backfill.Unrepaired+r.Backfill.Problems > 0 {
-		out = append(out, fmt.Sprintf("backfill in the new processing Region: %d left unrepaired, %d problems", r.Backfill.Unrepaired, r.Backfill.Problems))
-	}
-	if r.Backfill != nil && (r.Comeback.SkippedRecords == 0 || r.Comeback.Writes > 0) {
-		out = append(out, fmt.Sprintf("the first Region's processor, back: %d records skipped as of a retired stream, %d writes; want some skipped and none written",
-			r.Comeback.SkippedRecords, r.Comeback.Writes))
+	if m := r.Move; m != nil {
+		for _, step := range []struct {
+			name string
+			rep  *ops.Report
+		}{{"backfill in the new processing Region", m.Backfill}, {"verify --repair after the first Region came back", m.Repair}} {
+			if step.rep == nil {
+				out = append(out, step.name+": not run")
+			} else if step.rep.Unrepaired+step.rep.Problems > 0 {
+				out = append(out, fmt.Sprintf("%s: %d left unrepaired, %d problems", step.name, step.rep.Unrepaired, step.rep.Problems))
+			}
+		}
+		if m.Comeback.SkippedRecords == 0 || m.Comeback.Writes > 0 {
+			out = append(out, fmt.Sprintf("the first Region's processor, back: %d records skipped as of a retired stream, %d writes; want some skipped and none written",
+				m.Comeback.SkippedRecords, m.Comeback.Writes))
+		}
 	}
 	if r.ReplicaVerify != nil && !r.ReplicaVerify.Clean() {
 		out = append(out, fmt.Sprintf("verify of the replica: drift %d, problems %d", r.ReplicaVerify.Drift, r.ReplicaVerify.Problems))
@@ -586,9 +619,10 @@ func (r *Result) WriteSummary(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "oracle                %d mismatches\n", len(r.Oracle))
 	}
-	if r.Backfill != nil {
-		fmt.Fprintf(w, "moved                 backfill in the new processing Region: drift %d, unrepaired %d, problems %d; the first Region's processor back: %d invocations, %d records skipped (stream retired), %d writes\n",
-			r.Backfill.Drift, r.Backfill.Unrepaired, r.Backfill.Problems, r.Comeback.Invocations, r.Comeback.SkippedRecords, r.Comeback.Writes)
+	if m := r.Move; m != nil && m.Backfill != nil && m.Repair != nil {
+		fmt.Fprintf(w, "moved                 backfill in the new processing Region: drift %d, unrepaired %d, problems %d; the first Region's processor back: %d invocations, %d records skipped (stream retired), %d writes; verify --repair after: drift %d, unrepaired %d, problems %d\n",
+			m.Backfill.Drift, m.Backfill.Unrepaired, m.Backfill.Problems, m.Comeback.Invocations, m.Comeback.SkippedRecords, m.Comeback.Writes,
+			m.Repair.Drift, m.Repair.Unrepaired, m.Repair.Problems)
 	}
 	for _, e := range r.Evidence {
 		fmt.Fprintf(w, "drifted counter       %s\n", e)
