@@ -114,7 +114,8 @@ var ErrNoProcessor = errors.New("the stream processor is not ready for a counter
 
 // CheckProcessor probes the stream processor of tbl before a backfill of ev's count and sum
 // rules (nothing to check without them) and says, as an error wrapping ErrNoProcessor,
-// why the backfill must not run now: no stream, no answer within wait, or an answer from
+// why the backfill must not run now: no stream, a stream in this Region whose records
+// Denorm does not apply (the stream registry's), no answer within wait, or an answer from
 // a processor that does not run every rule backfilled. It returns the probe's round trip.
 func CheckProcessor(ctx context.Context, api API, tbl string, ev *Evaluator, wait time.Duration) (time.Duration, error) {
 	var counters []string
@@ -130,13 +131,13 @@ func CheckProcessor(ctx context.Context, api API, tbl string, ev *Evaluator, wai
 	if err != nil {
 		return 0, err
 	}
-	switch {
-	case res.NoStream:
+	if res.NoStream {
 		return 0, fmt.Errorf("%w: table %s has no stream, so no stream processor applies its writes: enable its NEW_AND_OLD_IMAGES stream and deploy the processor (denorm check-table prints the command), then backfill; a count backfilled now misses every write made before the processor starts", ErrNoProcessor, tbl)
-	case !res.Answered:
-		if err := notProcessedHere(ctx, api, tbl, ev.spec, res.StreamARN); err != nil {
-			return 0, fmt.Errorf("%w: the stream processor did not answer a probe written to %s within %s: %w", ErrNoProcessor, tbl, wait, err)
-		}
+	}
+	if err := processedHere(ctx, api, tbl, ev.spec, res.StreamARN); err != nil {
+		return 0, err
+	}
+	if !res.Answered {
 		return 0, fmt.Errorf("%w: the stream processor did not answer a probe written to %s within %s: it is not deployed, its event source mapping is disabled, or it is that far behind (or it is a version that does not answer probes). "+
 			"Counts and sums backfilled now are counted again when it applies the writes still on the stream (a first start at TRIM_HORIZON applies the last 24 hours). "+
 			"Deploy or enable it, wait until its IteratorAge is near 0, and run the backfill again", ErrNoProcessor, tbl, wait)
@@ -158,24 +159,22 @@ func CheckProcessor(ctx context.Context, api API, tbl string, ev *Evaluator, wai
 	return res.RoundTrip, nil
 }
 
-// notProcessedHere says, from the table's stream registry, why no processor answers in this
-// Region: its stream is retired, or another one is current (nil when neither: this
-// Region's stream is the current one, or the first). A registry that cannot be read says
-// nothing more than the probe did.
-func notProcessedHere(ctx context.Context, api API, tbl string, spec table.Spec, arn string) error {
+// processedHere is nil when Denorm applies the records of tbl's stream in this Region
+// (arn): the stream registry's current one, or the first of a table without a registry.
+// Otherwise a backfill here would be a second writer beside the processor of the current
+// stream, whose Region answers a probe written here once it has replicated there: an answer
+// proves nothing about this Region.
+func processedHere(ctx context.Context, api API, tbl string, spec table.Spec, arn string) error {
 	out, err := api.GetItem(ctx, streams.Get(tbl, spec, true))
 	if err != nil {
-		return nil
+		return fmt.Errorf("reading the stream registry of %s: %w", tbl, err)
 	}
 	reg, err := streams.Parse(out.Item)
 	if err != nil {
-		return nil
+		return fmt.Errorf("%w: %w", ErrNoProcessor, err)
 	}
-	switch reg.Of(arn) {
-	case streams.Retired:
-		return fmt.Errorf("this Region's stream %s is retired: Denorm applies the records of %s (epoch %d), in its Region; run the backfill there", arn, reg.Current, reg.Epoch)
-	case streams.Unregistered:
-		return fmt.Errorf("this Region's stream %s is not the current one of the table's stream registry: Denorm applies the records of %s (epoch %d); run the backfill in that stream's Region, or move the processing here first with `denorm takeover`", arn, reg.Current, reg.Epoch)
+	if err := reg.Err(arn); err != nil {
+		return fmt.Errorf("%w: Denorm does not apply the records of %s's stream in this Region, %s (%w): run it in the Region of the current stream", ErrNoProcessor, tbl, arn, err)
 	}
 	return nil
 }

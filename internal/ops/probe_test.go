@@ -106,15 +106,17 @@ func TestCheckProcessor(t *testing.T) {
 		t.Fatal(err)
 	}
 	here, other := aws.ToString(desc.Table.LatestStreamArn), "arn:aws:dynamodb:eu-west-1:123456789012:table/"+fx.table+"/stream/2026-01-01T00:00:00.000"
+	// A processor answers, as the current stream's would once the probe has replicated to
+	// its Region: the backfill is refused all the same.
 	for _, c := range []struct {
 		name      string
 		takeOvers []string // in order, on the registry the case before left
 		want      string
 	}{
 		{"another Region's stream current", []string{other},
-			"this Region's stream " + here + " is not the current one of the table's stream registry: Denorm applies the records of " + other + " (epoch 1)"},
+			"in this Region, " + here + " (stream not in the stream registry: " + other + " is current (epoch 1)"},
 		{"this Region's stream retired", []string{here, other + "-2"},
-			"this Region's stream " + here + " is retired: Denorm applies the records of " + other + "-2 (epoch 3), in its Region; run the backfill there"},
+			"in this Region, " + here + " (stream retired: " + other + "-2 took over at epoch 3): run it in the Region of the current stream"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, arn := range c.takeOvers {
@@ -122,7 +124,9 @@ func TestCheckProcessor(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := ops.CheckProcessor(ctx, fx.db, fx.table, evOf("post-comment-count"), 300*time.Millisecond)
+			stop := answering(t, fx, []string{"post-comment-count"})
+			_, err := ops.CheckProcessor(ctx, fx.db, fx.table, evOf("post-comment-count"), 2*time.Second)
+			stop()
 			if !errors.Is(err, ops.ErrNoProcessor) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err %v, want ErrNoProcessor saying %q", err, c.want)
 			}
