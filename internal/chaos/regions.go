@@ -154,9 +154,9 @@ func awaitRegistry(ctx context.Context, db *dynamodb.Client, tbl string, spec ta
 	}
 }
 
-// backfill runs `denorm backfill` or `denorm verify --repair` (mode) on table: the probe
-// first (its processor must answer), then a repairing run of every rule.
-func backfill(ctx context.Context, db *dynamodb.Client, table string, file *rules.File, mode string) (*ops.Report, error) {
+// repair runs `denorm backfill` or `denorm verify --repair` (mode, which names the run) on
+// table: the probe first (its processor must answer), then a repairing run of every rule.
+func repair(ctx context.Context, db *dynamodb.Client, table string, file *rules.File, mode string) (*ops.Report, error) {
 	ev, err := ops.NewEvaluator(file, "")
 	if err != nil {
 		return nil, err

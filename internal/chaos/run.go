@@ -310,10 +310,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			// Step 3: once the new processor has caught up, the backfill decides every
 			// counter it counted again from its stream's start, under the probe. (Nothing
 			// replicates while the first Region is down: the replicator holds its writes.)
-			if err := drain(ctx, nil, moved); err != nil {
+			dctx, cancel := context.WithTimeout(ctx, cfg.DrainTimeout)
+			err := drain(dctx, nil, moved)
+			cancel()
+			if err != nil {
 				return res, fmt.Errorf("draining the replica's stream: %w", err)
 			}
-			if res.Move.Backfill, err = backfill(ctx, db, cfg.Replica, moved.File, "backfill"); err != nil {
+			if res.Move.Backfill, err = repair(ctx, db, cfg.Replica, moved.File, "backfill"); err != nil {
 				return res, err
 			}
 			// The first Region comes back. Its processor starts once the registry is there.
@@ -332,7 +335,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if err := drain(ctx, repl, moved, back); err != nil {
 				return res, fmt.Errorf("draining after the first Region came back: %w", err)
 			}
-			if res.Move.Repair, err = backfill(ctx, db, cfg.Replica, moved.File, "verify --repair"); err != nil {
+			if res.Move.Repair, err = repair(ctx, db, cfg.Replica, moved.File, "verify --repair"); err != nil {
 				return res, err
 			}
 			regions.down.Store(false)
@@ -619,10 +622,15 @@ func (r *Result) WriteSummary(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "oracle                %d mismatches\n", len(r.Oracle))
 	}
-	if m := r.Move; m != nil && m.Backfill != nil && m.Repair != nil {
-		fmt.Fprintf(w, "moved                 backfill in the new processing Region: drift %d, unrepaired %d, problems %d; the first Region's processor back: %d invocations, %d records skipped (stream retired), %d writes; verify --repair after: drift %d, unrepaired %d, problems %d\n",
-			m.Backfill.Drift, m.Backfill.Unrepaired, m.Backfill.Problems, m.Comeback.Invocations, m.Comeback.SkippedRecords, m.Comeback.Writes,
-			m.Repair.Drift, m.Repair.Unrepaired, m.Repair.Problems)
+	if m := r.Move; m != nil {
+		step := func(rep *ops.Report) string {
+			if rep == nil {
+				return "not run"
+			}
+			return fmt.Sprintf("drift %d, unrepaired %d, problems %d", rep.Drift, rep.Unrepaired, rep.Problems)
+		}
+		fmt.Fprintf(w, "moved                 backfill in the new processing Region: %s; the first Region's processor back: %d invocations, %d records skipped (stream retired), %d writes; verify --repair after: %s\n",
+			step(m.Backfill), m.Comeback.Invocations, m.Comeback.SkippedRecords, m.Comeback.Writes, step(m.Repair))
 	}
 	for _, e := range r.Evidence {
 		fmt.Fprintf(w, "drifted counter       %s\n", e)
