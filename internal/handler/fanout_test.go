@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -15,7 +18,10 @@ import (
 
 // A rename reaching 10,000 comments completes in pages across invocations: the source's
 // invocation writes the first pages, then the job item's own stream records carry the
-// cursor (a 2 s job budget ends each invocation's share).
+// cursor (a 2 s job budget ends each invocation's share). The handler holds a page, not
+// the fan-out: across every invocation, its live heap (what garbage collection, run often
+// here, finds reachable) grows by a fraction of what the 10,000 targets take, read as the
+// scan reads them.
 func TestFanOut10000Targets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large fan-out")
@@ -27,14 +33,46 @@ func TestFanOut10000Targets(t *testing.T) {
 	e.batchComments(targets)
 	e.records() // the inserts are not what this test is about
 
+	// A collection every 10 % of heap growth, so the live heap is measured often.
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	var grew uint64 // the most the live heap grew during one invocation
+	invoke := func(b []json.RawMessage) {
+		runtime.GC()
+		base := liveHeap()
+		done := make(chan struct{})
+		peak := make(chan uint64)
+		go func() {
+			top := base
+			for {
+				select {
+				case <-done:
+					peak <- top
+					return
+				case <-time.After(time.Millisecond):
+					top = max(top, liveHeap())
+				}
+			}
+		}()
+		e.lambdaLike(b)
+		close(done)
+		if top := <-peak; top > base {
+			grew = max(grew, top-base)
+		}
+	}
+
 	start := time.Now()
 	e.put(map[string]string{"pk": "USER#big", "sk": "PROFILE", "name": "after"})
 	invocations := 0
-	e.drain(100, func(b []json.RawMessage) { invocations++; e.lambdaLike(b) })
+	e.drain(100, func(b []json.RawMessage) { invocations++; invoke(b) })
 	elapsed := time.Since(start)
 
+	runtime.GC()
+	before := liveHeap()
+	items := e.scan()
+	runtime.GC()
+	held := liveHeap() - before
 	stale := 0
-	for _, it := range e.scan() {
+	for _, it := range items {
 		if s(it["gsi1pk"]) == "USER#big" && s(it["userName"]) != "after" {
 			stale++
 		}
@@ -42,7 +80,20 @@ func TestFanOut10000Targets(t *testing.T) {
 	if stale > 0 {
 		t.Fatalf("%d of %d comments still show the old name", stale, targets)
 	}
-	t.Logf("fan-out to %d targets: %s, %d batches delivered", targets, elapsed.Round(time.Millisecond), invocations)
+	t.Logf("fan-out to %d targets: %s, %d batches delivered; live heap grew by at most %.2f MiB in one invocation, the table's items take %.2f MiB",
+		targets, elapsed.Round(time.Millisecond), invocations, float64(grew)/(1<<20), float64(held)/(1<<20))
+	if grew > held/4 {
+		t.Errorf("the live heap grew by %.2f MiB in one invocation, over a quarter of what the targets take (%.2f MiB): the fan-out is held, not paged",
+			float64(grew)/(1<<20), float64(held)/(1<<20))
+	}
+	runtime.KeepAlive(items)
+}
+
+// liveHeap is the heap the last garbage collection found reachable.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // batchComments writes n comments by USER#big across 20 posts, with BatchWriteItem.
