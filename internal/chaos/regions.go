@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/big"
-	"reflect"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/denorm/denorm/internal/esm"
 	"github.com/denorm/denorm/internal/local"
@@ -24,6 +24,7 @@ import (
 	"github.com/denorm/denorm/internal/rules"
 	"github.com/denorm/denorm/internal/streams"
 	"github.com/denorm/denorm/internal/table"
+	"github.com/denorm/denorm/internal/value"
 	"github.com/denorm/denorm/internal/workload"
 )
 
@@ -171,7 +172,8 @@ func repair(ctx context.Context, db *dynamodb.Client, table string, file *rules.
 	return rep, nil
 }
 
-// diffTables lists the items that differ between two replicas.
+// diffTables lists the items that differ between two replicas, as DynamoDB compares values
+// (the replicas may write one number two ways).
 func diffTables(a, b map[Key]record.Item) []string {
 	var out []string
 	for k, ia := range a {
@@ -179,7 +181,7 @@ func diffTables(a, b map[Key]record.Item) []string {
 		switch {
 		case !ok:
 			out = append(out, fmt.Sprintf("%s %s: only in the first", k.PK, k.SK))
-		case !reflect.DeepEqual(record.SortSets(ia), record.SortSets(ib)):
+		case !value.Equal(&types.AttributeValueMemberM{Value: ia}, &types.AttributeValueMemberM{Value: ib}):
 			out = append(out, fmt.Sprintf("%s %s: differs", k.PK, k.SK))
 		}
 	}

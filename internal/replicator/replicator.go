@@ -9,8 +9,8 @@
 // table that does not hold a newer version by then. Each item's versions are carried in
 // order; two items' versions may land in another order than they were written, as in
 // DynamoDB. A
-// record of a write the replicator made is recognized by its key and new image and goes no
-// further. Conflicting writes resolve as global tables resolve them, last writer wins per
+// record of a write the replicator made is recognized by its key and new image (numbers by
+// value: DynamoDB Local may write "12.50" back as "12.5") and goes no further. Conflicting writes resolve as global tables resolve them, last writer wins per
 // item: the version with the later timestamp ends in every table, and the other is lost
 // where it had not arrived.
 //
@@ -42,6 +42,7 @@ import (
 	"github.com/denorm/denorm/internal/esm"
 	"github.com/denorm/denorm/internal/record"
 	"github.com/denorm/denorm/internal/retry"
+	"github.com/denorm/denorm/internal/value"
 )
 
 // DB is the part of the DynamoDB client the replicator uses.
@@ -498,10 +499,53 @@ func digest(item record.Item) string {
 	if item == nil {
 		return ""
 	}
-	b, err := record.MarshalItem(record.SortSets(item))
+	b, err := record.MarshalItem(record.SortSets(canonical(item)))
 	if err != nil {
 		panic(err) // an image decoded from a stream record always marshals
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
+}
+
+// canonical returns item with every number written one way ("779116", not "779116.00"):
+// an image the replicator put can come back in the stream with its numbers written
+// otherwise, and must still be known as its echo. Unrecognised, the echo would be a local
+// write of that Region, carried back with a newer timestamp over the item's later versions:
+// a regression DynamoDB never makes.
+func canonical(item record.Item) record.Item {
+	out := make(record.Item, len(item))
+	for k, v := range item {
+		out[k] = canonicalValue(v)
+	}
+	return out
+}
+
+func canonicalValue(v types.AttributeValue) types.AttributeValue {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberN:
+		return &types.AttributeValueMemberN{Value: canonicalNumber(v.Value)}
+	case *types.AttributeValueMemberNS:
+		ns := make([]string, len(v.Value))
+		for i, n := range v.Value {
+			ns[i] = canonicalNumber(n)
+		}
+		return &types.AttributeValueMemberNS{Value: ns}
+	case *types.AttributeValueMemberM:
+		return &types.AttributeValueMemberM{Value: canonical(v.Value)}
+	case *types.AttributeValueMemberL:
+		l := make([]types.AttributeValue, len(v.Value))
+		for i, e := range v.Value {
+			l[i] = canonicalValue(e)
+		}
+		return &types.AttributeValueMemberL{Value: l}
+	}
+	return v
+}
+
+func canonicalNumber(s string) string {
+	n, err := value.ParseNumber(s)
+	if err != nil {
+		return s
+	}
+	return n.String()
 }
