@@ -71,12 +71,19 @@ type Config struct {
 	// While the second third of the operations is written, Table's Region is down: its
 	// processor stops with records unread, nothing is replicated to or from it, and the
 	// application writes in the replica's Region only. `denorm takeover` moves the
-	// processing and the processor is deployed on the replica's stream (TRIM_HORIZON). Then
-	// Table's Region comes back: replication resumes, and once the stream registry has
-	// reached it, its processor starts again at TRIM_HORIZON, and must write nothing. Once
-	// everything has drained, `denorm backfill` runs on the replica under the probe, and the
-	// application writes the last third in both Regions.
+	// processing and the processor is deployed on the replica's stream (TRIM_HORIZON); once
+	// it has drained, `denorm backfill` runs on the replica under the probe. Then Table's
+	// Region comes back: replication resumes, and once the stream registry has reached it,
+	// its processor starts again at TRIM_HORIZON, and must write nothing. Once everything
+	// has drained, `denorm verify --repair` runs on the replica under the probe, and the
+	// application writes the last third in both Regions (docs/processor.md, "Moving the
+	// processing Region", steps 1 to 4).
 	Move bool
+	// BackAtOnce (with Move) starts Table's processor as soon as its Region comes back, as
+	// Lambda's would, before the stream registry has reached it: it applies what it reads
+	// until then (and until its last read of the registry is older than StreamCheck), and
+	// the repair after the comeback decides what it wrote.
+	BackAtOnce bool
 }
 
 // FunctionStats add up the handler's per-invocation metrics (its EMF lines).
@@ -140,11 +147,15 @@ type MoveResult struct {
 	// processor has caught up, the first Region still down.
 	Backfill *ops.Report
 	// Repair is step 4's: `denorm verify --repair` there once the first Region is back and
-	// replication has drained.
-	Repair *ops.Report
-	// Comeback is what the first Region's processor did once it came back: it must write
-	// nothing (its batches are skipped, its stream retired).
-	Comeback FunctionStats
+	// replication has drained: the first run's report, with what the last one left
+	// unrepaired when it ran again (RepairRuns, when more than one).
+	Repair     *ops.Report
+	RepairRuns int
+	// Comeback is what the first Region's processor did once it came back: it must skip
+	// its retired stream's batches, and write nothing unless it started before the
+	// registry reached its Region (BackAtOnce).
+	Comeback   FunctionStats
+	BackAtOnce bool
 }
 
 // Run provisions the table, starts the event source mapping emulator over its stream with
@@ -276,7 +287,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}()
 	if cfg.Move {
 		cut = nil // the first Region's outage replaces the replica's cut-off
-		res.Move = &MoveResult{}
+		res.Move = &MoveResult{BackAtOnce: cfg.BackAtOnce}
 	}
 	for i, part := range parts {
 		switch {
@@ -319,10 +330,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if res.Move.Backfill, err = repair(ctx, db, cfg.Replica, moved.File, "backfill"); err != nil {
 				return res, err
 			}
-			// The first Region comes back. Its processor starts once the registry is there.
+			// The first Region comes back. Its processor starts once the registry is there,
+			// or at once.
 			repl.Pause(0, false)
-			if err := awaitRegistry(ctx, db, cfg.Table, moved.Set.Table, moved.StreamARN); err != nil {
-				return res, err
+			if !cfg.BackAtOnce {
+				if err := awaitRegistry(ctx, db, cfg.Table, moved.Set.Table, moved.StreamARN); err != nil {
+					return res, err
+				}
 			}
 			if back, err = startIn(cfg.Table, filepath.Join(cfg.OnFailureDir, "back"), comeback, hooks); err != nil {
 				return res, fmt.Errorf("restarting the first Region's processor: %w", err)
@@ -335,8 +349,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if err := drain(ctx, repl, moved, back); err != nil {
 				return res, fmt.Errorf("draining after the first Region came back: %w", err)
 			}
-			if res.Move.Repair, err = repair(ctx, db, cfg.Replica, moved.File, "verify --repair"); err != nil {
-				return res, err
+			// As an operator does when verify reports targets it could not repair (a target
+			// still receiving deltas: a conflict), it runs again, up to three times.
+			for run := 0; run < 3 && (run == 0 || res.Move.Repair.Unrepaired > 0); run++ {
+				rep, err := repair(ctx, db, cfg.Replica, moved.File, "verify --repair")
+				if err != nil {
+					return res, err
+				}
+				if run == 0 {
+					res.Move.Repair = rep
+				} else {
+					res.Move.Repair.Unrepaired, res.Move.Repair.Problems = rep.Unrepaired, rep.Problems
+					res.Move.RepairRuns = run + 1
+				}
 			}
 			regions.down.Store(false)
 		}
@@ -492,7 +517,7 @@ func (r *Result) Problems() []string {
 				out = append(out, fmt.Sprintf("%s: %d left unrepaired, %d problems", step.name, step.rep.Unrepaired, step.rep.Problems))
 			}
 		}
-		if m.Comeback.SkippedRecords == 0 || m.Comeback.Writes > 0 {
+		if m.Comeback.SkippedRecords == 0 || m.Comeback.Writes > 0 && !m.BackAtOnce {
 			out = append(out, fmt.Sprintf("the first Region's processor, back: %d records skipped as of a retired stream, %d writes; want some skipped and none written",
 				m.Comeback.SkippedRecords, m.Comeback.Writes))
 		}
@@ -629,8 +654,12 @@ func (r *Result) WriteSummary(w io.Writer) {
 			}
 			return fmt.Sprintf("drift %d, unrepaired %d, problems %d", rep.Drift, rep.Unrepaired, rep.Problems)
 		}
-		fmt.Fprintf(w, "moved                 backfill in the new processing Region: %s; the first Region's processor back: %d invocations, %d records skipped (stream retired), %d writes; verify --repair after: %s\n",
-			step(m.Backfill), m.Comeback.Invocations, m.Comeback.SkippedRecords, m.Comeback.Writes, step(m.Repair))
+		runs := ""
+		if m.RepairRuns > 1 {
+			runs = fmt.Sprintf(" (after %d runs)", m.RepairRuns)
+		}
+		fmt.Fprintf(w, "moved                 backfill in the new processing Region: %s; the first Region's processor back: %d invocations, %d records skipped (stream retired), %d writes; verify --repair after: %s%s\n",
+			step(m.Backfill), m.Comeback.Invocations, m.Comeback.SkippedRecords, m.Comeback.Writes, step(m.Repair), runs)
 	}
 	for _, e := range r.Evidence {
 		fmt.Fprintf(w, "drifted counter       %s\n", e)

@@ -40,19 +40,25 @@ func TestTwoRegions(t *testing.T) {
 	}
 }
 
-// The processing Region moves (docs/processor.md, "Moving the processing Region"): the
-// first Region goes down with records unread, the processor is deployed in the replica's
-// Region at TRIM_HORIZON, the first Region comes back and its processor must write
-// nothing, and a backfill under the probe decides every counter. Both tables end equal
+// The processing Region moves (docs/processor.md, "Moving the processing Region", its four
+// steps): the first Region goes down with records unread, the processor is deployed in the
+// replica's Region at TRIM_HORIZON and a backfill under the probe decides every counter;
+// the first Region comes back, and a repair decides what it had not replicated. Its
+// processor starts once the stream registry has reached it, and must write nothing; or at
+// once, as Lambda's would, and writes until the registry arrives. Both tables end equal
 // with zero drift in each. Poison records and Replay are left out: the run has three
 // mappings on two streams, and the move is itself a stream read again from its start.
 func TestProcessingRegionMoves(t *testing.T) {
 	f := chaos.Everything()
 	f.Application, f.Poison, f.Replay = true, false, false
-	res := run(t, chaos.Config{Seed: envUint("DENORM_CHAOS_SEED", 6), Ops: 400, Faults: f, BatchSize: 50,
-		Replica: ddbtest.TableName(t) + "-r2", ReplicationDelay: time.Second, Move: true})
-	if res.Move == nil {
-		t.Fatal("the run did not move the processing Region")
+	for _, atOnce := range []bool{false, true} {
+		t.Run(map[bool]string{false: "old processor after the registry", true: "old processor at once"}[atOnce], func(t *testing.T) {
+			res := run(t, chaos.Config{Seed: envUint("DENORM_CHAOS_SEED", 6), Ops: 400, Faults: f, BatchSize: 50,
+				Replica: ddbtest.TableName(t) + "-r2", ReplicationDelay: time.Second, Move: true, BackAtOnce: atOnce})
+			if res.Move == nil {
+				t.Fatal("the run did not move the processing Region")
+			}
+		})
 	}
 }
 
