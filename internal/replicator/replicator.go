@@ -493,13 +493,13 @@ func (r *Replicator) carry(ctx context.Context, i int, j job) error {
 	return nil
 }
 
-// digest names an image (or a key) as DynamoDB compares them: set members in any order;
-// "" for no image.
+// digest names an image (or a key) as DynamoDB compares them: set members in any order,
+// numbers by value; "" for no image.
 func digest(item record.Item) string {
 	if item == nil {
 		return ""
 	}
-	b, err := record.MarshalItem(record.SortSets(canonical(item)))
+	b, err := record.MarshalItem(record.SortSets(record.MapValues(item, canonicalNumbers)))
 	if err != nil {
 		panic(err) // an image decoded from a stream record always marshals
 	}
@@ -507,20 +507,12 @@ func digest(item record.Item) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// canonical returns item with every number written one way ("779116", not "779116.00"):
-// an image the replicator put can come back in the stream with its numbers written
-// otherwise, and must still be known as its echo. Unrecognised, the echo would be a local
-// write of that Region, carried back with a newer timestamp over the item's later versions:
-// a regression DynamoDB never makes.
-func canonical(item record.Item) record.Item {
-	out := make(record.Item, len(item))
-	for k, v := range item {
-		out[k] = canonicalValue(v)
-	}
-	return out
-}
-
-func canonicalValue(v types.AttributeValue) types.AttributeValue {
+// canonicalNumbers writes a number, or each member of a number set, one way ("779116", not
+// "779116.00"): an image the replicator put can come back in the stream with its numbers
+// written otherwise, and must still be known as its echo. Unrecognised, the echo would be a
+// local write of that Region, carried back with a newer timestamp over the item's later
+// versions: a regression DynamoDB never makes.
+func canonicalNumbers(v types.AttributeValue) types.AttributeValue {
 	switch v := v.(type) {
 	case *types.AttributeValueMemberN:
 		return &types.AttributeValueMemberN{Value: canonicalNumber(v.Value)}
@@ -530,14 +522,6 @@ func canonicalValue(v types.AttributeValue) types.AttributeValue {
 			ns[i] = canonicalNumber(n)
 		}
 		return &types.AttributeValueMemberNS{Value: ns}
-	case *types.AttributeValueMemberM:
-		return &types.AttributeValueMemberM{Value: canonical(v.Value)}
-	case *types.AttributeValueMemberL:
-		l := make([]types.AttributeValue, len(v.Value))
-		for i, e := range v.Value {
-			l[i] = canonicalValue(e)
-		}
-		return &types.AttributeValueMemberL{Value: l}
 	}
 	return v
 }

@@ -28,6 +28,20 @@ func newReplica(t *testing.T, db *dynamodb.Client) string {
 	}, "")
 }
 
+// twoRegions is two replica tables and a replicator between them, delay apart, closed
+// when the test ends.
+func twoRegions(t *testing.T, delay time.Duration) (db *dynamodb.Client, a, b string, r *replicator.Replicator) {
+	t.Helper()
+	db, streams := ddbtest.Clients(t)
+	a, b = newReplica(t, db), newReplica(t, db)
+	r, err := replicator.Start(context.Background(), replicator.Config{DB: db, Streams: streams, Tables: []string{a, b}, Delay: delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return db, a, b, r
+}
+
 // scan returns a table's items by partition key.
 func scan(t *testing.T, db *dynamodb.Client, table string) map[string]record.Item {
 	t.Helper()
@@ -46,14 +60,8 @@ func scan(t *testing.T, db *dynamodb.Client, table string) map[string]record.Ite
 // the Regions cut off for a while: once the replicator drains, both tables hold the same
 // items, and nothing goes on being written back and forth.
 func TestConcurrentWritesInTwoRegionsConverge(t *testing.T) {
-	db, streams := ddbtest.Clients(t)
-	a, b := newReplica(t, db), newReplica(t, db)
+	db, a, b, r := twoRegions(t, 200*time.Millisecond)
 	ctx := context.Background()
-	r, err := replicator.Start(ctx, replicator.Config{DB: db, Streams: streams, Tables: []string{a, b}, Delay: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 
 	const keys, writes = 12, 150
 	var wg sync.WaitGroup
@@ -115,14 +123,8 @@ func TestConcurrentWritesInTwoRegionsConverge(t *testing.T) {
 // Last writer wins, case by case, with writes timed around a 1 s delay: each ends with the
 // version the replicator read last in both tables.
 func TestLastWriterWins(t *testing.T) {
-	db, streams := ddbtest.Clients(t)
-	a, b := newReplica(t, db), newReplica(t, db)
+	db, a, b, r := twoRegions(t, time.Second)
 	ctx := context.Background()
-	r, err := replicator.Start(ctx, replicator.Config{DB: db, Streams: streams, Tables: []string{a, b}, Delay: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	put := func(table, k, v string) {
 		t.Helper()
 		before := r.Stats().Local
@@ -203,14 +205,8 @@ func waitLocal(t *testing.T, r *replicator.Replicator, n int64) {
 // as the other Region's, none carried back (it would put an older version over later
 // ones).
 func TestNumbersWrittenOtherwiseAreEchoes(t *testing.T) {
-	db, streams := ddbtest.Clients(t)
-	a, b := newReplica(t, db), newReplica(t, db)
+	db, a, b, r := twoRegions(t, 10*time.Millisecond)
 	ctx := context.Background()
-	r, err := replicator.Start(ctx, replicator.Config{DB: db, Streams: streams, Tables: []string{a, b}, Delay: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	adds := []string{"995933.66", "0.34", "-12.5", "12.50", "1e2", "-100", "0.1", "0.20"}
 	for _, n := range adds {
 		if _, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(a),
