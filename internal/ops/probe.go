@@ -39,27 +39,15 @@ type ProbeResult struct {
 	RoundTrip time.Duration
 	// Rules are the names of the rules the processor that answered runs.
 	Rules []string
-	// NoStream is true when the table has no stream enabled: nothing can answer.
-	NoStream bool
-	// StreamARN is the table's stream in the Region the probe was written in.
-	StreamARN string
 }
 
 // Probe writes a probe item into table and waits up to wait for the stream processor to
 // answer it, then deletes it. A probe the processor has not answered is deleted too (the
 // processor, started later, finds it gone); it also carries the table's TTL attribute, an
-// hour ahead, in case the delete does not happen.
+// hour ahead, in case the delete does not happen. The table must have a stream
+// (CheckProcessor makes sure it has, and that Denorm applies its records in this Region).
 func Probe(ctx context.Context, api API, tbl string, spec table.Spec, wait time.Duration) (ProbeResult, error) {
 	var res ProbeResult
-	desc, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tbl)})
-	if err != nil {
-		return res, fmt.Errorf("describing table %s: %w", tbl, err)
-	}
-	if ss := desc.Table.StreamSpecification; ss == nil || !aws.ToBool(ss.StreamEnabled) {
-		res.NoStream = true
-		return res, nil
-	}
-	res.StreamARN = aws.ToString(desc.Table.LatestStreamArn)
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return res, err
@@ -127,14 +115,20 @@ func CheckProcessor(ctx context.Context, api API, tbl string, ev *Evaluator, wai
 	if len(counters) == 0 {
 		return 0, nil
 	}
-	res, err := Probe(ctx, api, tbl, ev.spec, wait)
+	desc, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tbl)})
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("describing table %s: %w", tbl, err)
 	}
-	if res.NoStream {
+	if ss := desc.Table.StreamSpecification; ss == nil || !aws.ToBool(ss.StreamEnabled) {
 		return 0, fmt.Errorf("%w: table %s has no stream, so no stream processor applies its writes: enable its NEW_AND_OLD_IMAGES stream and deploy the processor (denorm check-table prints the command), then backfill; a count backfilled now misses every write made before the processor starts", ErrNoProcessor, tbl)
 	}
-	if err := processedHere(ctx, api, tbl, ev.spec, res.StreamARN); err != nil {
+	// Before the probe: in a Region whose stream Denorm does not apply, an answer would
+	// come from the current stream's Region and prove nothing here.
+	if err := processedHere(ctx, api, tbl, ev.spec, aws.ToString(desc.Table.LatestStreamArn)); err != nil {
+		return 0, err
+	}
+	res, err := Probe(ctx, api, tbl, ev.spec, wait)
+	if err != nil {
 		return 0, err
 	}
 	if !res.Answered {
