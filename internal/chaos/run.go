@@ -146,16 +146,22 @@ type MoveResult struct {
 	// Backfill is step 3's report: `denorm backfill` in the new processing Region once its
 	// processor has caught up, the first Region still down.
 	Backfill *ops.Report
-	// Repair is step 4's: `denorm verify --repair` there once the first Region is back and
-	// replication has drained: the first run's report, with what the last one left
-	// unrepaired when it ran again (RepairRuns, when more than one).
-	Repair     *ops.Report
-	RepairRuns int
+	// Repairs are step 4's reports: `denorm verify --repair` there once the first Region
+	// is back and replication has drained, run again while it leaves targets unrepaired.
+	Repairs []*ops.Report
 	// Comeback is what the first Region's processor did once it came back: it must skip
 	// its retired stream's batches, and write nothing unless it started before the
 	// registry reached its Region (BackAtOnce).
 	Comeback   FunctionStats
 	BackAtOnce bool
+}
+
+// Repair is step 4's last report (nil before it ran): what it left unrepaired.
+func (m *MoveResult) Repair() *ops.Report {
+	if len(m.Repairs) == 0 {
+		return nil
+	}
+	return m.Repairs[len(m.Repairs)-1]
 }
 
 // Run provisions the table, starts the event source mapping emulator over its stream with
@@ -346,22 +352,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			// replicated arrives only now, Denorm's writes among it: they were made from
 			// records the new processor applies again as they arrive. Then the application
 			// writes in both Regions again.
-			if err := drain(ctx, repl, moved, back); err != nil {
+			dctx, cancel = context.WithTimeout(ctx, cfg.DrainTimeout)
+			err = drain(dctx, repl, moved, back)
+			cancel()
+			if err != nil {
 				return res, fmt.Errorf("draining after the first Region came back: %w", err)
 			}
 			// As an operator does when verify reports targets it could not repair (a target
 			// still receiving deltas: a conflict), it runs again, up to three times.
-			for run := 0; run < 3 && (run == 0 || res.Move.Repair.Unrepaired > 0); run++ {
+			for len(res.Move.Repairs) < 3 && (len(res.Move.Repairs) == 0 || res.Move.Repair().Unrepaired > 0) {
 				rep, err := repair(ctx, db, cfg.Replica, moved.File, "verify --repair")
 				if err != nil {
 					return res, err
 				}
-				if run == 0 {
-					res.Move.Repair = rep
-				} else {
-					res.Move.Repair.Unrepaired, res.Move.Repair.Problems = rep.Unrepaired, rep.Problems
-					res.Move.RepairRuns = run + 1
-				}
+				res.Move.Repairs = append(res.Move.Repairs, rep)
 			}
 			regions.down.Store(false)
 		}
@@ -510,7 +514,7 @@ func (r *Result) Problems() []string {
 		for _, step := range []struct {
 			name string
 			rep  *ops.Report
-		}{{"backfill in the new processing Region", m.Backfill}, {"verify --repair after the first Region came back", m.Repair}} {
+		}{{"backfill in the new processing Region", m.Backfill}, {"verify --repair after the first Region came back", m.Repair()}} {
 			if step.rep == nil {
 				out = append(out, step.name+": not run")
 			} else if step.rep.Unrepaired+step.rep.Problems > 0 {
@@ -648,18 +652,20 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "oracle                %d mismatches\n", len(r.Oracle))
 	}
 	if m := r.Move; m != nil {
-		step := func(rep *ops.Report) string {
-			if rep == nil {
+		// A step's drift is what its first run found; what is left, its last run's.
+		step := func(runs ...*ops.Report) string {
+			if len(runs) == 0 || runs[0] == nil {
 				return "not run"
 			}
-			return fmt.Sprintf("drift %d, unrepaired %d, problems %d", rep.Drift, rep.Unrepaired, rep.Problems)
+			last := runs[len(runs)-1]
+			s := fmt.Sprintf("drift %d, unrepaired %d, problems %d", runs[0].Drift, last.Unrepaired, last.Problems)
+			if len(runs) > 1 {
+				s += fmt.Sprintf(" (after %d runs)", len(runs))
+			}
+			return s
 		}
-		runs := ""
-		if m.RepairRuns > 1 {
-			runs = fmt.Sprintf(" (after %d runs)", m.RepairRuns)
-		}
-		fmt.Fprintf(w, "moved                 backfill in the new processing Region: %s; the first Region's processor back: %d invocations, %d records skipped (stream retired), %d writes; verify --repair after: %s%s\n",
-			step(m.Backfill), m.Comeback.Invocations, m.Comeback.SkippedRecords, m.Comeback.Writes, step(m.Repair), runs)
+		fmt.Fprintf(w, "moved                 backfill in the new processing Region: %s; the first Region's processor back: %d invocations, %d records skipped (stream retired), %d writes; verify --repair after: %s\n",
+			step(m.Backfill), m.Comeback.Invocations, m.Comeback.SkippedRecords, m.Comeback.Writes, step(m.Repairs...))
 	}
 	for _, e := range r.Evidence {
 		fmt.Fprintf(w, "drifted counter       %s\n", e)

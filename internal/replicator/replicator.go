@@ -8,11 +8,11 @@
 // becomes the item's newest version; after Delay it is put (or deleted) in every other
 // table that does not hold a newer version by then. Each item's versions are carried in
 // order; two items' versions may land in another order than they were written, as in
-// DynamoDB. A
-// record of a write the replicator made is recognized by its key and new image (numbers by
-// value: DynamoDB Local may write "12.50" back as "12.5") and goes no further. Conflicting writes resolve as global tables resolve them, last writer wins per
-// item: the version with the later timestamp ends in every table, and the other is lost
-// where it had not arrived.
+// DynamoDB. A record of a write the replicator made is recognized by its key and new image
+// (numbers by value: DynamoDB Local may write "12.50" back as "12.5") and goes no further.
+// Conflicting writes resolve as global tables resolve them, last writer wins per item: the
+// version with the later timestamp ends in every table, and the other is lost where it had
+// not arrived.
 //
 // What it does not model (docs/reliability.md says the same): timestamps are the time the
 // replicator read a record, not the time of the write; a replicated write can briefly put
